@@ -1,0 +1,210 @@
+//! The two decisions of a follow-up's life, as pure functions with the time passed in.
+//!
+//! [`decide_enqueue`] runs when a conversation finishes; [`decide_fire`] runs when a claimed
+//! entry is due, on fresh facts. Both are total: every input maps to exactly one decision.
+
+use std::fmt;
+
+use time::Duration;
+
+use crate::model::{Hook, Origin, PendingEntry, SessionFacts, Status};
+use crate::stamp::{self, Timestamp};
+
+/// The knobs of the fire decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// A transcript changed more recently than this means the conversation is still active.
+    pub quiet_period: Duration,
+    /// How far a not-ready entry is pushed back.
+    pub retry_delay: Duration,
+    /// How many times an entry may be pushed back before it is given up.
+    pub max_retries: u32,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self { quiet_period: Duration::seconds(5), retry_delay: Duration::seconds(60), max_retries: 10 }
+    }
+}
+
+/// Why a hook was not queued for a session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    Disabled,
+    AlreadyRan { at: Timestamp },
+    CronSession,
+    Subagent,
+    AlreadyPending,
+    HookDeleted,
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::Disabled => f.write_str("hook disabled"),
+            SkipReason::AlreadyRan { at } => {
+                write!(f, "already ran for this session at {}", stamp::format(*at))
+            }
+            SkipReason::CronSession => f.write_str("cron session"),
+            SkipReason::Subagent => f.write_str("subagent conversation"),
+            SkipReason::AlreadyPending => f.write_str("already pending"),
+            SkipReason::HookDeleted => f.write_str("hook deleted"),
+        }
+    }
+}
+
+/// The outcome of the enqueue decision for one hook.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueDecision {
+    Queue { due_at: Timestamp },
+    Skip(SkipReason),
+}
+
+/// What the enqueue decision looks at.
+#[derive(Debug, Clone, Copy)]
+pub struct EnqueueInput<'a> {
+    pub hook: &'a Hook,
+    /// When this hook already fired for the session, if it did.
+    pub stamp: Option<Timestamp>,
+    pub origin: Origin,
+    pub subagent: bool,
+    pub already_pending: bool,
+    pub now: Timestamp,
+}
+
+/// Queue or skip, in the order: disabled, loop guard, cron, subagent, already pending.
+pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
+    let skip = if !i.hook.enabled {
+        Some(SkipReason::Disabled)
+    } else if let Some(at) = i.stamp {
+        Some(SkipReason::AlreadyRan { at })
+    } else if i.hook.skip_cron && i.origin == Origin::Cron {
+        Some(SkipReason::CronSession)
+    } else if i.hook.skip_subagents && i.subagent {
+        Some(SkipReason::Subagent)
+    } else if i.already_pending {
+        Some(SkipReason::AlreadyPending)
+    } else {
+        None
+    };
+    match skip {
+        Some(r) => EnqueueDecision::Skip(r),
+        None => EnqueueDecision::Queue { due_at: i.now + i.hook.delay.duration() },
+    }
+}
+
+/// Why a due entry was put back in the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotReady {
+    /// The transcript changed within the quiet period.
+    Active,
+    /// A follow-up of this app is running on the session.
+    RunInProgress,
+    TranscriptNotFound,
+}
+
+impl NotReady {
+    fn give_up(self, retries: u32) -> Status {
+        match self {
+            NotReady::Active | NotReady::RunInProgress => {
+                Status::skipped(format!("conversation still active after {retries} retries"))
+            }
+            NotReady::TranscriptNotFound => {
+                Status::skipped(format!("transcript not found after {retries} retries"))
+            }
+        }
+    }
+}
+
+impl fmt::Display for NotReady {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NotReady::Active => "conversation still active",
+            NotReady::RunInProgress => "a follow-up is running on this session",
+            NotReady::TranscriptNotFound => "transcript not found yet",
+        })
+    }
+}
+
+/// The outcome of the fire decision for one claimed entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FireDecision {
+    /// Remove the entry and record nothing (the hook is gone or switched off).
+    Drop,
+    /// Remove the entry and record this status on the hook, without running.
+    Finish(Status),
+    /// Put the entry back, due later.
+    Retry { due_at: Timestamp, retries: u32, why: NotReady },
+    /// Stamp the session and run the follow-up.
+    Fire,
+}
+
+/// What the fire decision looks at, read fresh after the claim.
+#[derive(Debug, Clone, Copy)]
+pub struct FireInput<'a> {
+    /// `None` when the hook was deleted.
+    pub hook: Option<&'a Hook>,
+    pub entry: &'a PendingEntry,
+    pub facts: &'a SessionFacts,
+    pub run_in_progress: bool,
+    /// Why the prompt could not be loaded, if it could not.
+    pub prompt_error: Option<&'a str>,
+    pub now: Timestamp,
+    pub policy: Policy,
+}
+
+/// Tokens shown in thousands, rounded up, so a figure over a cap never prints as equal to it.
+fn in_k(tokens: u64) -> u64 {
+    tokens.div_ceil(1000)
+}
+
+/// Drop, finish, retry or fire, in the spec's order.
+pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
+    let Some(hook) = i.hook.filter(|h| h.enabled) else {
+        return FireDecision::Drop;
+    };
+    if let Some(at) = i.facts.state.stamps.get(&hook.id) {
+        return FireDecision::Finish(Status::skipped(SkipReason::AlreadyRan { at: *at }.to_string()));
+    }
+    let not_ready = if i.run_in_progress {
+        Some(NotReady::RunInProgress)
+    } else {
+        match &i.facts.transcript {
+            None => Some(NotReady::TranscriptNotFound),
+            Some(t) => t
+                .last_change
+                .filter(|changed| i.now - *changed < i.policy.quiet_period)
+                .map(|_| NotReady::Active),
+        }
+    };
+    if let Some(why) = not_ready {
+        let retries = i.entry.retries;
+        if retries >= i.policy.max_retries {
+            return FireDecision::Finish(why.give_up(retries));
+        }
+        return FireDecision::Retry { due_at: i.now + i.policy.retry_delay, retries: retries + 1, why };
+    }
+    if hook.skip_subagents && i.facts.is_subagent() {
+        return FireDecision::Finish(Status::skipped(SkipReason::Subagent.to_string()));
+    }
+    if hook.skip_cron && i.facts.origin() == Origin::Cron {
+        return FireDecision::Finish(Status::skipped(SkipReason::CronSession.to_string()));
+    }
+    if let (Some(cap), Some(tokens)) =
+        (hook.max_context.tokens(), i.facts.transcript.as_ref().and_then(|t| t.context_tokens))
+        && tokens > cap
+    {
+        return FireDecision::Finish(Status::skipped(format!(
+            "context {}k over the {}k cap",
+            in_k(tokens),
+            hook.max_context.k()
+        )));
+    }
+    if let Some(e) = i.prompt_error {
+        return FireDecision::Finish(Status::error(e));
+    }
+    if i.facts.cwd().is_none() {
+        return FireDecision::Finish(Status::error("the session's working directory is unknown"));
+    }
+    FireDecision::Fire
+}

@@ -1,0 +1,29 @@
+//! The pure core of hooks-app.
+//!
+//! Everything here is a function of its inputs: no file, process, network or clock access,
+//! and no async runtime. Time comes in as a value (see [`ports::Clock`]); the outside world
+//! comes in through the traits in [`ports`], which the adapter crates implement.
+//!
+//! - [`model`]: validated types (ids, hooks, pending entries, statuses, session facts);
+//! - [`stamp`]: the original store's timestamp form, written strictly and read leniently;
+//! - [`prompt`]: prompt files (frontmatter + body) and the run options they carry;
+//! - [`decide`]: the enqueue and fire decisions;
+//! - [`queue`]: the queue's rules (dedupe, claims, fencing), shared by every store;
+//! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
+//! - [`service`]: the application service that composes the ports.
+
+pub mod decide;
+pub mod model;
+pub mod ports;
+pub mod prompt;
+pub mod queue;
+pub mod service;
+pub mod stamp;
+
+#[cfg(any(test, feature = "mocks"))]
+pub mod testing;
+
+#[cfg(test)]
+mod tests;
+
+pub use model::*;

@@ -1,0 +1,746 @@
+//! Validated domain types. Each constructor checks one field's rule and names the field in
+//! its error, so a bad value never gets past the edge that received it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::stamp::{self, Timestamp};
+
+/// The folder, relative to a workspace, that hook prompt files live in.
+pub const PROMPT_DIR: &str = ".claude/agents/hooks";
+/// The longest delay a hook may have: one day.
+pub const MAX_DELAY_SECONDS: u32 = 86_400;
+/// How many firings a hook's history keeps (the newest).
+pub const HISTORY_CAP: usize = 200;
+/// The marker an agent ends its reply with when the task is done.
+pub const DONE_MARKER: &str = "DONE";
+/// The marker a follow-up ends its reply with.
+pub const COMPLETED_MARKER: &str = "COMPLETED";
+
+/// A value refused at the edge: which field, and which rule it broke.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {rule}")]
+pub struct ValidationError {
+    pub field: &'static str,
+    pub rule: String,
+}
+
+impl ValidationError {
+    pub fn new(field: &'static str, rule: impl Into<String>) -> Self {
+        Self { field, rule: rule.into() }
+    }
+}
+
+fn describe(s: &str) -> String {
+    let mut shown: String = s.chars().take(40).collect();
+    if shown.len() < s.len() {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}
+
+/// A conversation's id: `[A-Za-z0-9_-]{1,128}`, not starting with `-`. Only such ids ever
+/// become part of a path or a command line.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionId(String);
+
+impl SessionId {
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        const RULE: &str = "must be 1 to 128 of A-Z a-z 0-9 _ - and not start with -";
+        let ok = !s.is_empty()
+            && s.len() <= 128
+            && !s.starts_with('-')
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if ok {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(ValidationError::new("sessionId", format!("{RULE} (got {})", describe(s))))
+        }
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A hook's id: `[A-Za-z0-9_.-]{1,128}`, starting with a letter or digit. New ids are slugs
+/// of the hook's name (see [`slugify`]); older files may hold any id of that shape.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HookId(String);
+
+impl HookId {
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        let ok = !s.is_empty()
+            && s.len() <= 128
+            && s.as_bytes()[0].is_ascii_alphanumeric()
+            && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+        if ok {
+            Ok(Self(s.to_owned()))
+        } else {
+            Err(ValidationError::new(
+                "id",
+                format!(
+                    "must be 1 to 128 of A-Z a-z 0-9 _ . - starting with a letter or digit (got {})",
+                    describe(s)
+                ),
+            ))
+        }
+    }
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for HookId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The slug of a name: lower-case ASCII letters and digits, runs of anything else folded
+/// into one `-`, no `-` at either end, at most 64 characters; `hook` when nothing is left.
+pub fn slugify(name: &str) -> String {
+    let mut out = String::new();
+    let mut dash = false;
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            if dash && !out.is_empty() {
+                out.push('-');
+            }
+            dash = false;
+            out.push(c.to_ascii_lowercase());
+        } else {
+            dash = true;
+        }
+        if out.len() >= 64 {
+            break;
+        }
+    }
+    let out = out.trim_end_matches('-').to_owned();
+    if out.is_empty() { "hook".to_owned() } else { out }
+}
+
+/// The slug of `name`, made unique among `taken` with `-2`, `-3`, ….
+pub fn unique_hook_id(name: &str, taken: impl Fn(&str) -> bool) -> HookId {
+    let base = slugify(name);
+    let mut id = base.clone();
+    let mut n = 2u32;
+    while taken(&id) {
+        id = format!("{base}-{n}");
+        n += 1;
+    }
+    HookId(id)
+}
+
+/// What a hook reacts to. Only one event exists; the field is kept so more can follow
+/// without changing the stored shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Event {
+    ConversationDone,
+}
+
+impl Event {
+    pub const ALL: [Event; 1] = [Event::ConversationDone];
+
+    /// Empty means `conversation-done`.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim() {
+            "" | "conversation-done" => Ok(Event::ConversationDone),
+            other => Err(ValidationError::new(
+                "event",
+                format!("must be conversation-done (got {})", describe(other)),
+            )),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::ConversationDone => "conversation-done",
+        }
+    }
+}
+
+/// How long after the event a hook fires: a whole number of seconds, 0 to 86400.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Delay(u32);
+
+impl Delay {
+    pub fn from_seconds(s: i64) -> Result<Self, ValidationError> {
+        if (0..=i64::from(MAX_DELAY_SECONDS)).contains(&s) {
+            Ok(Self(s as u32))
+        } else {
+            Err(ValidationError::new(
+                "delaySeconds",
+                format!("must be a whole number from 0 to {MAX_DELAY_SECONDS} (got {s})"),
+            ))
+        }
+    }
+    /// From a decimal string, as typed on a command line.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim().parse::<i64>() {
+            Ok(n) => Self::from_seconds(n),
+            Err(_) => Err(ValidationError::new(
+                "delaySeconds",
+                format!("must be a whole number from 0 to {MAX_DELAY_SECONDS} (got {})", describe(s)),
+            )),
+        }
+    }
+    pub fn seconds(self) -> u32 {
+        self.0
+    }
+    pub fn duration(self) -> time::Duration {
+        time::Duration::seconds(i64::from(self.0))
+    }
+}
+
+/// A prompt file's path relative to a workspace: a `.md` file directly in
+/// `.claude/agents/hooks/`, with no `..`. A leading `/` is stripped.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PromptFile(String);
+
+impl PromptFile {
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        let field = "promptFile";
+        let rel = s.trim().trim_start_matches('/');
+        if rel.chars().any(|c| c.is_control() || c == '\\') {
+            return Err(ValidationError::new(field, "must not hold control characters or backslashes"));
+        }
+        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        if parts.contains(&"..") {
+            return Err(ValidationError::new(field, format!("must not contain '..' (got {})", describe(s))));
+        }
+        let Some((file, dir)) = parts.split_last() else {
+            return Err(ValidationError::new(field, "must not be empty"));
+        };
+        let is_md = file.len() > 3 && file.to_ascii_lowercase().ends_with(".md");
+        if !is_md {
+            return Err(ValidationError::new(field, format!("must be a .md file (got {})", describe(s))));
+        }
+        if dir.join("/") != PROMPT_DIR {
+            return Err(ValidationError::new(
+                field,
+                format!("must be a file directly in {PROMPT_DIR}/ (got {})", describe(s)),
+            ));
+        }
+        Ok(Self(format!("{PROMPT_DIR}/{file}")))
+    }
+    /// The path relative to a workspace, with `/` separators.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PromptFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The largest context, in thousands of tokens, a conversation may have to be followed up;
+/// 0 means no cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ContextCap(u32);
+
+impl ContextCap {
+    pub const NONE: ContextCap = ContextCap(0);
+
+    pub fn from_k(k: i64) -> Result<Self, ValidationError> {
+        if (0..=i64::from(u32::MAX)).contains(&k) {
+            Ok(Self(k as u32))
+        } else {
+            Err(ValidationError::new("maxContextK", format!("must be a whole number ≥ 0 (got {k})")))
+        }
+    }
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim().parse::<i64>() {
+            Ok(n) => Self::from_k(n),
+            Err(_) => Err(ValidationError::new(
+                "maxContextK",
+                format!("must be a whole number ≥ 0 (got {})", describe(s)),
+            )),
+        }
+    }
+    pub fn k(self) -> u32 {
+        self.0
+    }
+    /// The cap in tokens, or `None` when there is no cap.
+    pub fn tokens(self) -> Option<u64> {
+        (self.0 > 0).then(|| u64::from(self.0) * 1000)
+    }
+}
+
+/// A hook's name: 1 to 200 characters, no control characters.
+pub fn validate_name(name: &str) -> Result<String, ValidationError> {
+    let n = name.trim();
+    if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) {
+        return Err(ValidationError::new("name", "must be 1 to 200 characters with no control characters"));
+    }
+    Ok(n.to_owned())
+}
+
+/// The outcome of a hook's last decision, in the original's string forms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    Ok,
+    Error(String),
+    Skipped(String),
+    /// A string in the store that is none of the above; kept as it was.
+    Other(String),
+}
+
+impl Status {
+    pub fn error(why: impl Into<String>) -> Self {
+        Status::Error(why.into())
+    }
+    pub fn skipped(why: impl Into<String>) -> Self {
+        Status::Skipped(why.into())
+    }
+    pub fn parse(s: &str) -> Self {
+        if s == "ok" {
+            Status::Ok
+        } else if let Some(r) = s.strip_prefix("error: ") {
+            Status::Error(r.to_owned())
+        } else if let Some(r) = s.strip_prefix("skipped: ") {
+            Status::Skipped(r.to_owned())
+        } else {
+            Status::Other(s.to_owned())
+        }
+    }
+    pub fn is_ok(&self) -> bool {
+        matches!(self, Status::Ok)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::Ok => f.write_str("ok"),
+            Status::Error(r) => write!(f, "error: {r}"),
+            Status::Skipped(r) => write!(f, "skipped: {r}"),
+            Status::Other(r) => f.write_str(r),
+        }
+    }
+}
+
+/// One firing in a hook's history: when, and which session. `key` is the stored key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryEntry {
+    pub key: String,
+    pub session: String,
+}
+
+impl HistoryEntry {
+    pub fn at(&self) -> Option<Timestamp> {
+        stamp::parse(&self.key)
+    }
+}
+
+/// A hook's firings, oldest first, never more than [`HISTORY_CAP`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct History(Vec<HistoryEntry>);
+
+impl History {
+    /// From stored entries in any order; keeps the newest [`HISTORY_CAP`].
+    pub fn from_entries(mut entries: Vec<HistoryEntry>) -> Self {
+        entries.sort_by(|a, b| match (a.at(), b.at()) {
+            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.key.cmp(&b.key)),
+            _ => a.key.cmp(&b.key),
+        });
+        let mut h = Self(entries);
+        h.cap();
+        h
+    }
+    /// Adds a firing at `at`. Keys stay unique: a second firing in the same second gets a
+    /// key with microseconds.
+    pub fn push(&mut self, at: Timestamp, session: &str) {
+        let mut key = stamp::format(at);
+        if self.0.iter().any(|e| e.key == key) {
+            key = stamp::format_micros(at);
+            let mut bump = at;
+            while self.0.iter().any(|e| e.key == key) {
+                bump += time::Duration::microseconds(1);
+                key = stamp::format_micros(bump);
+            }
+        }
+        self.0.push(HistoryEntry { key, session: session.to_owned() });
+        self.cap();
+    }
+    fn cap(&mut self) {
+        if self.0.len() > HISTORY_CAP {
+            let excess = self.0.len() - HISTORY_CAP;
+            self.0.drain(..excess);
+        }
+    }
+    pub fn entries(&self) -> &[HistoryEntry] {
+        &self.0
+    }
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A hook: what to run, when, and for which conversations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hook {
+    pub id: HookId,
+    pub name: String,
+    pub event: Event,
+    pub delay: Delay,
+    pub prompt_file: PromptFile,
+    pub enabled: bool,
+    pub skip_cron: bool,
+    pub skip_subagents: bool,
+    pub max_context: ContextCap,
+    pub created_at: Option<Timestamp>,
+    pub last_status: Option<Status>,
+    pub history: History,
+}
+
+/// Everything needed to create a hook; the id is chosen by the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookSpec {
+    pub name: String,
+    pub event: Event,
+    pub delay: Delay,
+    pub prompt_file: PromptFile,
+    pub enabled: bool,
+    pub skip_cron: bool,
+    pub skip_subagents: bool,
+    pub max_context: ContextCap,
+}
+
+impl HookSpec {
+    /// A hook with the defaults a user would expect: enabled, 10 s, skips cron sessions and
+    /// subagents, no context cap.
+    pub fn new(name: &str, prompt_file: PromptFile) -> Result<Self, ValidationError> {
+        Ok(Self {
+            name: validate_name(name)?,
+            event: Event::ConversationDone,
+            delay: Delay(10),
+            prompt_file,
+            enabled: true,
+            skip_cron: true,
+            skip_subagents: true,
+            max_context: ContextCap::NONE,
+        })
+    }
+
+    /// The hook the store is seeded with.
+    pub fn post_task() -> Self {
+        Self {
+            name: "Post-task follow-up".to_owned(),
+            event: Event::ConversationDone,
+            delay: Delay(10),
+            prompt_file: PromptFile(format!("{PROMPT_DIR}/post-task.md")),
+            enabled: true,
+            skip_cron: true,
+            skip_subagents: true,
+            max_context: ContextCap(60),
+        }
+    }
+
+    pub fn into_hook(self, id: HookId, now: Timestamp) -> Hook {
+        Hook {
+            id,
+            name: self.name,
+            event: self.event,
+            delay: self.delay,
+            prompt_file: self.prompt_file,
+            enabled: self.enabled,
+            skip_cron: self.skip_cron,
+            skip_subagents: self.skip_subagents,
+            max_context: self.max_context,
+            created_at: Some(now),
+            last_status: None,
+            history: History::default(),
+        }
+    }
+}
+
+/// The id the seeded hook has.
+pub fn post_task_id() -> HookId {
+    HookId("post-task".to_owned())
+}
+
+/// A change to a hook: each `Some` field replaces the hook's value.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HookPatch {
+    pub name: Option<String>,
+    pub event: Option<Event>,
+    pub delay: Option<Delay>,
+    pub prompt_file: Option<PromptFile>,
+    pub enabled: Option<bool>,
+    pub skip_cron: Option<bool>,
+    pub skip_subagents: Option<bool>,
+    pub max_context: Option<ContextCap>,
+}
+
+impl HookPatch {
+    pub fn is_empty(&self) -> bool {
+        *self == HookPatch::default()
+    }
+    pub fn apply(&self, hook: &mut Hook) {
+        if let Some(v) = &self.name {
+            hook.name.clone_from(v);
+        }
+        if let Some(v) = self.event {
+            hook.event = v;
+        }
+        if let Some(v) = self.delay {
+            hook.delay = v;
+        }
+        if let Some(v) = &self.prompt_file {
+            hook.prompt_file = v.clone();
+        }
+        if let Some(v) = self.enabled {
+            hook.enabled = v;
+        }
+        if let Some(v) = self.skip_cron {
+            hook.skip_cron = v;
+        }
+        if let Some(v) = self.skip_subagents {
+            hook.skip_subagents = v;
+        }
+        if let Some(v) = self.max_context {
+            hook.max_context = v;
+        }
+    }
+}
+
+/// When a pending entry is due. A stored value that is not a timestamp counts as due now,
+/// so a corrupt stamp cannot strand an entry; it is kept as it was until rewritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DueAt {
+    At(Timestamp),
+    Unparseable(String),
+}
+
+impl DueAt {
+    pub fn from_stored(s: &str) -> Self {
+        stamp::parse(s).map_or_else(|| DueAt::Unparseable(s.to_owned()), DueAt::At)
+    }
+    pub fn is_due(&self, now: Timestamp) -> bool {
+        match self {
+            DueAt::At(t) => *t <= now,
+            DueAt::Unparseable(_) => true,
+        }
+    }
+    pub fn time(&self) -> Option<Timestamp> {
+        match self {
+            DueAt::At(t) => Some(*t),
+            DueAt::Unparseable(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for DueAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DueAt::At(t) => f.write_str(&stamp::format(*t)),
+            DueAt::Unparseable(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Who holds a pending entry, and until when. Fields the original module ignores.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub owner: String,
+    pub expires_at: Timestamp,
+}
+
+/// One queued firing of a hook for a session. (hook, session) is unique in the queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingEntry {
+    pub hook_id: HookId,
+    pub session_id: SessionId,
+    pub due_at: DueAt,
+    pub queued_at: Option<Timestamp>,
+    pub retries: u32,
+    pub claim: Option<Claim>,
+}
+
+impl PendingEntry {
+    pub fn key(&self) -> EntryKey {
+        EntryKey { hook_id: self.hook_id.clone(), session_id: self.session_id.clone() }
+    }
+    /// Whether a live claim by someone hides it from other claimers at `now`.
+    pub fn is_claimed(&self, now: Timestamp) -> bool {
+        self.claim.as_ref().is_some_and(|c| c.expires_at > now)
+    }
+    pub fn is_claimable(&self, now: Timestamp) -> bool {
+        self.due_at.is_due(now) && !self.is_claimed(now)
+    }
+}
+
+/// Names one pending entry.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryKey {
+    pub hook_id: HookId,
+    pub session_id: SessionId,
+}
+
+impl fmt::Display for EntryKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.hook_id, self.session_id)
+    }
+}
+
+/// Where a conversation came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    #[default]
+    Interactive,
+    Cron,
+}
+
+impl Origin {
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim() {
+            "cron" => Ok(Origin::Cron),
+            "" | "interactive" => Ok(Origin::Interactive),
+            other => Err(ValidationError::new(
+                "origin",
+                format!("must be cron or interactive (got {})", describe(other)),
+            )),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Interactive => "interactive",
+            Origin::Cron => "cron",
+        }
+    }
+}
+
+/// What the app has remembered about a session in its own files.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionState {
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    pub origin: Option<Origin>,
+    /// The once-per-hook stamps: when each hook fired for this session.
+    pub stamps: BTreeMap<HookId, Timestamp>,
+}
+
+/// What remembering an event adds to a session's state; `None` leaves a field as it is.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionUpdate {
+    pub cwd: Option<String>,
+    pub transcript_path: Option<String>,
+    pub origin: Option<Origin>,
+}
+
+/// Facts read from a session's Claude Code transcript.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TranscriptFacts {
+    pub path: String,
+    pub subagent: bool,
+    /// input + cache creation + cache read tokens of the last real assistant response.
+    pub context_tokens: Option<u64>,
+    pub last_change: Option<Timestamp>,
+    pub cwd: Option<String>,
+    pub last_assistant_text: Option<String>,
+}
+
+/// Everything the app knows about a session when it decides.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionFacts {
+    pub state: SessionState,
+    /// `None` when no transcript was found.
+    pub transcript: Option<TranscriptFacts>,
+}
+
+impl SessionFacts {
+    /// Subagent by the transcript's path or lines.
+    pub fn is_subagent(&self) -> bool {
+        self.transcript.as_ref().is_some_and(|t| t.subagent)
+            || self.state.transcript_path.as_deref().is_some_and(is_subagent_path)
+    }
+    pub fn origin(&self) -> Origin {
+        self.state.origin.unwrap_or_default()
+    }
+    /// The directory to resume in: the remembered one, else the transcript's.
+    pub fn cwd(&self) -> Option<&str> {
+        self.state.cwd.as_deref().or_else(|| self.transcript.as_ref()?.cwd.as_deref())
+    }
+}
+
+/// Whether a transcript path is a subagent's: `…/<parent>/subagents/agent-*.jsonl` (2.1.2+)
+/// or a legacy `…/agent-*.jsonl` beside the session files. Pure string work on `/` paths.
+pub fn is_subagent_path(path: &str) -> bool {
+    let mut parts = path.rsplit('/');
+    let file = parts.next().unwrap_or("");
+    let parent = parts.next().unwrap_or("");
+    (file.starts_with("agent-") && file.ends_with(".jsonl")) || parent == "subagents"
+}
+
+/// Whether the last non-empty line of `text` is exactly `marker` (surrounding blanks ignored).
+pub fn ends_with_marker(text: &str, marker: &str) -> bool {
+    text.lines().rev().map(str::trim).find(|l| !l.is_empty()) == Some(marker)
+}
+
+/// Token counts of one run, as the CLI reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Usage {
+    pub input_tokens: Option<u64>,
+    pub cache_creation_input_tokens: Option<u64>,
+    pub cache_read_input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+/// What one run of a follow-up produced. Fields the run did not produce are `None`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunOutcome {
+    pub status: Option<Status>,
+    pub exit_code: Option<i32>,
+    /// Whether the reply's last non-empty line was `COMPLETED`.
+    pub completed: Option<bool>,
+    pub num_turns: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub usage: Option<Usage>,
+    pub duration_ms: Option<u64>,
+    /// The session id the CLI reported.
+    pub session_id: Option<String>,
+    /// The reply text, when there was one.
+    pub result_text: Option<String>,
+}
+
+impl RunOutcome {
+    pub fn status(&self) -> Status {
+        self.status.clone().unwrap_or_else(|| Status::error("the run reported no status"))
+    }
+}
+
+/// One line of the run log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRecord {
+    pub hook_id: HookId,
+    pub session_id: SessionId,
+    pub started_at: Timestamp,
+    pub finished_at: Timestamp,
+    pub outcome: RunOutcome,
+}
+
+/// Which run-log lines to read.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunFilter {
+    pub hook_id: Option<HookId>,
+    pub session_id: Option<SessionId>,
+    /// The newest N matching lines.
+    pub limit: Option<usize>,
+}
+
+impl RunFilter {
+    pub fn matches(&self, r: &RunRecord) -> bool {
+        self.hook_id.as_ref().is_none_or(|h| *h == r.hook_id)
+            && self.session_id.as_ref().is_none_or(|s| *s == r.session_id)
+    }
+}

@@ -1,0 +1,160 @@
+//! Prompt files: an optional `---` frontmatter block, then the body sent to Claude.
+//!
+//! The frontmatter is a small subset of YAML: `key: value` lines, quoted or not, and
+//! `key:` followed by `- item` lines for lists. Keys this module does not know are ignored.
+
+use crate::model::ValidationError;
+
+/// The `claude` options a prompt file may set.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunOptions {
+    pub model: Option<String>,
+    pub permission_mode: Option<String>,
+    pub max_turns: Option<u32>,
+    pub allowed_tools: Vec<String>,
+    pub append_system_prompt: Option<String>,
+}
+
+impl RunOptions {
+    /// The command-line arguments these options become, in a fixed order.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(m) = &self.model {
+            args.extend(["--model".to_owned(), m.clone()]);
+        }
+        if let Some(p) = &self.permission_mode {
+            args.extend(["--permission-mode".to_owned(), p.clone()]);
+        }
+        if let Some(n) = self.max_turns {
+            args.extend(["--max-turns".to_owned(), n.to_string()]);
+        }
+        if !self.allowed_tools.is_empty() {
+            args.extend(["--allowedTools".to_owned(), self.allowed_tools.join(",")]);
+        }
+        if let Some(a) = &self.append_system_prompt {
+            args.extend(["--append-system-prompt".to_owned(), a.clone()]);
+        }
+        args
+    }
+}
+
+/// A parsed prompt file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Prompt {
+    pub body: String,
+    pub options: RunOptions,
+}
+
+/// Splits a file into its frontmatter lines (without the fences) and its body. A file
+/// without a closing fence has no frontmatter.
+pub fn split_frontmatter(text: &str) -> (Option<&str>, &str) {
+    let t = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(rest) = t.strip_prefix("---\n").or_else(|| t.strip_prefix("---\r\n")) else {
+        return (None, t);
+    };
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            let fm = &rest[..offset];
+            let body = &rest[offset + line.len()..];
+            return (Some(fm), body);
+        }
+        offset += line.len();
+    }
+    (None, t)
+}
+
+fn unquote(v: &str) -> &str {
+    let v = v.trim();
+    for q in ['"', '\''] {
+        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
+            return &v[1..v.len() - 1];
+        }
+    }
+    v
+}
+
+/// `key: value` pairs, with `- item` lists joined by newlines so a list and a
+/// comma-separated value both reach [`split_list`].
+fn pairs(frontmatter: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in frontmatter.lines() {
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let trimmed = line.trim_start();
+        if let Some(item) = trimmed.strip_prefix("- ")
+            && line.starts_with(char::is_whitespace) | line.starts_with('-')
+            && let Some(last) = out.last_mut()
+        {
+            if !last.1.is_empty() {
+                last.1.push('\n');
+            }
+            last.1.push_str(unquote(item));
+            continue;
+        }
+        if let Some((k, v)) = line.split_once(':')
+            && !line.starts_with(char::is_whitespace)
+        {
+            out.push((k.trim().to_owned(), unquote(v).to_owned()));
+        }
+    }
+    out
+}
+
+fn split_list(v: &str) -> Vec<String> {
+    let v = v.trim();
+    let v = v.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(v);
+    v.split([',', '\n']).map(|s| unquote(s).to_owned()).filter(|s| !s.is_empty()).collect()
+}
+
+fn safe(field: &'static str, v: &str) -> Result<String, ValidationError> {
+    if v.starts_with('-') {
+        return Err(ValidationError::new(field, format!("must not start with '-' (got {v:?})")));
+    }
+    if v.contains(['\n', '\r', '\0']) {
+        return Err(ValidationError::new(field, "must be a single line"));
+    }
+    Ok(v.to_owned())
+}
+
+/// Reads the run options from frontmatter. Values that could be taken for a flag (a leading
+/// `-`) or that hold a newline are refused, naming the key.
+pub fn parse_options(frontmatter: &str) -> Result<RunOptions, ValidationError> {
+    let mut o = RunOptions::default();
+    for (k, v) in pairs(frontmatter) {
+        if v.is_empty() {
+            continue;
+        }
+        match k.as_str() {
+            "model" => o.model = Some(safe("model", &v)?),
+            "permission-mode" | "permissionMode" => o.permission_mode = Some(safe("permission-mode", &v)?),
+            "max-turns" | "maxTurns" => {
+                let n = v.trim().parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    ValidationError::new("max-turns", format!("must be a whole number ≥ 1 (got {v:?})"))
+                })?;
+                o.max_turns = Some(n);
+            }
+            "allowed-tools" | "allowedTools" | "tools" => {
+                o.allowed_tools =
+                    split_list(&v).iter().map(|t| safe("allowed-tools", t)).collect::<Result<_, _>>()?;
+            }
+            "append-system-prompt" | "appendSystemPrompt" => {
+                o.append_system_prompt = Some(safe("append-system-prompt", &v)?);
+            }
+            _ => {}
+        }
+    }
+    Ok(o)
+}
+
+/// Parses a whole prompt file. An empty body is refused: there would be nothing to send.
+pub fn parse_prompt(text: &str) -> Result<Prompt, ValidationError> {
+    let (fm, body) = split_frontmatter(text);
+    let options = fm.map(parse_options).transpose()?.unwrap_or_default();
+    let body = body.trim();
+    if body.is_empty() {
+        return Err(ValidationError::new("prompt", "the prompt file has no body after its frontmatter"));
+    }
+    Ok(Prompt { body: body.to_owned(), options })
+}

@@ -1,0 +1,145 @@
+//! The queue's rules, as pure operations on the pending list, so that every store adapter
+//! (and the in-memory fake) enforces exactly the same semantics: one entry per
+//! (hook, session), claims with an owner and an expiry, at most one claimed entry per
+//! session, and writes fenced by the claim's owner.
+
+use std::collections::HashSet;
+
+use time::Duration;
+
+use crate::model::*;
+use crate::ports::{EnqueueResult, HookRecord, StoreError};
+use crate::stamp::Timestamp;
+
+/// Adds entries whose hook exists and whose (hook, session) pair is not queued yet.
+pub fn enqueue(
+    pending: &mut Vec<PendingEntry>,
+    hook_exists: impl Fn(&HookId) -> bool,
+    entries: Vec<PendingEntry>,
+) -> Vec<EnqueueResult> {
+    let mut out = Vec::with_capacity(entries.len());
+    for e in entries {
+        if !hook_exists(&e.hook_id) {
+            out.push(EnqueueResult::HookDeleted);
+        } else if pending.iter().any(|p| p.hook_id == e.hook_id && p.session_id == e.session_id) {
+            out.push(EnqueueResult::AlreadyPending);
+        } else {
+            pending.push(e);
+            out.push(EnqueueResult::Queued);
+        }
+    }
+    out
+}
+
+/// Marks up to `limit` claimable entries as `owner`'s until `now + ttl` and returns them,
+/// earliest due first (an unparseable due time counts as earliest). A session that has a
+/// live claim on any entry gets no second one.
+pub fn claim_due(
+    pending: &mut [PendingEntry],
+    now: Timestamp,
+    owner: &str,
+    ttl: Duration,
+    limit: usize,
+) -> Vec<PendingEntry> {
+    let mut held: HashSet<SessionId> =
+        pending.iter().filter(|p| p.is_claimed(now)).map(|p| p.session_id.clone()).collect();
+    let mut order: Vec<usize> = (0..pending.len()).filter(|&i| pending[i].is_claimable(now)).collect();
+    order.sort_by_key(|&i| pending[i].due_at.time());
+    let mut claimed = Vec::new();
+    for i in order {
+        if claimed.len() >= limit {
+            break;
+        }
+        let p = &mut pending[i];
+        if !held.insert(p.session_id.clone()) {
+            continue;
+        }
+        p.claim = Some(Claim { owner: owner.to_owned(), expires_at: now + ttl });
+        claimed.push(p.clone());
+    }
+    claimed
+}
+
+fn find_owned<'a>(
+    pending: &'a mut [PendingEntry],
+    key: &EntryKey,
+    owner: &str,
+) -> Result<(usize, &'a mut PendingEntry), StoreError> {
+    let (i, p) = pending
+        .iter_mut()
+        .enumerate()
+        .find(|(_, p)| p.hook_id == key.hook_id && p.session_id == key.session_id)
+        .ok_or_else(|| StoreError::EntryNotFound(key.clone()))?;
+    if p.claim.as_ref().is_some_and(|c| c.owner == owner) {
+        Ok((i, p))
+    } else {
+        Err(StoreError::Fenced(key.clone()))
+    }
+}
+
+/// Extends `owner`'s claims on `keys`; returns the keys it still holds.
+pub fn renew(pending: &mut [PendingEntry], keys: &[EntryKey], owner: &str, expires_at: Timestamp) -> Vec<EntryKey> {
+    let mut held = Vec::new();
+    for k in keys {
+        if let Ok((_, p)) = find_owned(pending, k, owner)
+            && let Some(c) = p.claim.as_mut()
+        {
+            c.expires_at = expires_at;
+            held.push(k.clone());
+        }
+    }
+    held
+}
+
+/// Puts an owned entry back, unclaimed and due later.
+pub fn requeue(
+    pending: &mut [PendingEntry],
+    key: &EntryKey,
+    owner: &str,
+    due_at: Timestamp,
+    retries: u32,
+) -> Result<(), StoreError> {
+    let (_, p) = find_owned(pending, key, owner)?;
+    p.claim = None;
+    p.due_at = DueAt::At(due_at);
+    p.retries = retries;
+    Ok(())
+}
+
+/// Removes an owned entry.
+pub fn take(pending: &mut Vec<PendingEntry>, key: &EntryKey, owner: &str) -> Result<PendingEntry, StoreError> {
+    let (i, _) = find_owned(pending, key, owner)?;
+    Ok(pending.remove(i))
+}
+
+/// Clears `owner`'s claims on `keys`.
+pub fn release(pending: &mut [PendingEntry], keys: &[EntryKey], owner: &str) {
+    for k in keys {
+        if let Ok((_, p)) = find_owned(pending, k, owner) {
+            p.claim = None;
+        }
+    }
+}
+
+/// Records an outcome on a hook: its last status, and a history line for a run.
+pub fn record(hook: &mut Hook, session: &SessionId, record: &HookRecord) {
+    hook.last_status = Some(record.status.clone());
+    if let Some(at) = record.fired_at {
+        hook.history.push(at, session.as_str());
+    }
+}
+
+/// The earliest time any entry becomes claimable after `now`, for a scheduler's sleep:
+/// a due time, or the expiry of a claim on a due entry.
+pub fn next_wake(pending: &[PendingEntry], now: Timestamp) -> Option<Timestamp> {
+    pending
+        .iter()
+        .filter_map(|p| {
+            let due = p.due_at.time().unwrap_or(now);
+            match &p.claim {
+                Some(c) if c.expires_at > now => Some(due.max(c.expires_at)),
+                _ => Some(due),
+            }
+        })
+        .min()
+}

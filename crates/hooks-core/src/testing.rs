@@ -1,0 +1,263 @@
+//! Test doubles and the store contract suite (feature `mocks`).
+//!
+//! - [`InMemoryStore`], [`InMemoryMeta`]: small stateful fakes with the real semantics
+//!   (they share [`crate::queue`] with the real stores);
+//! - [`ManualClock`], [`ScriptedRunner`], [`StaticPrompts`]: deterministic time, runs and
+//!   prompt files;
+//! - [`contract`]: the behaviour every [`HookStore`] adapter must show.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use time::Duration;
+
+use crate::model::*;
+use crate::ports::*;
+use crate::prompt::{Prompt, parse_prompt};
+use crate::queue;
+use crate::stamp::Timestamp;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A clock that only moves when told to.
+pub struct ManualClock(Mutex<Timestamp>);
+
+impl ManualClock {
+    pub fn new(t: Timestamp) -> Arc<Self> {
+        Arc::new(Self(Mutex::new(t)))
+    }
+    pub fn advance(&self, d: Duration) {
+        *lock(&self.0) += d;
+    }
+    pub fn set(&self, t: Timestamp) {
+        *lock(&self.0) = t;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        *lock(&self.0)
+    }
+}
+
+#[derive(Default)]
+struct StoreState {
+    hooks: BTreeMap<HookId, Hook>,
+    pending: Vec<PendingEntry>,
+    runs: Vec<RunRecord>,
+}
+
+/// A hook store in memory, with the same rules as the file store.
+#[derive(Default)]
+pub struct InMemoryStore(Mutex<StoreState>);
+
+impl InMemoryStore {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+    /// Seeded like a fresh file store: the `post-task` hook.
+    pub fn seeded(now: Timestamp) -> Arc<Self> {
+        let s = Self::default();
+        lock(&s.0).hooks.insert(post_task_id(), HookSpec::post_task().into_hook(post_task_id(), now));
+        Arc::new(s)
+    }
+}
+
+#[async_trait]
+impl HookStore for InMemoryStore {
+    async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let s = lock(&self.0);
+        Ok(Snapshot { hooks: s.hooks.values().cloned().collect(), pending: s.pending.clone() })
+    }
+    async fn get_hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError> {
+        Ok(lock(&self.0).hooks.get(id).cloned())
+    }
+    async fn create_hook(&self, spec: HookSpec, now: Timestamp) -> Result<Hook, StoreError> {
+        let mut s = lock(&self.0);
+        let id = unique_hook_id(&spec.name, |c| s.hooks.keys().any(|k| k.as_str() == c));
+        let hook = spec.into_hook(id.clone(), now);
+        s.hooks.insert(id, hook.clone());
+        Ok(hook)
+    }
+    async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, StoreError> {
+        let mut s = lock(&self.0);
+        let h = s.hooks.get_mut(id).ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
+        patch.apply(h);
+        Ok(h.clone())
+    }
+    async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError> {
+        let mut s = lock(&self.0);
+        s.hooks.remove(id).ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
+        let before = s.pending.len();
+        s.pending.retain(|p| p.hook_id != *id);
+        Ok(before - s.pending.len())
+    }
+    async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError> {
+        let s = &mut *lock(&self.0);
+        let hooks = &s.hooks;
+        Ok(queue::enqueue(&mut s.pending, |h| hooks.contains_key(h), entries))
+    }
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        owner: &str,
+        ttl: Duration,
+        limit: usize,
+    ) -> Result<Vec<PendingEntry>, StoreError> {
+        Ok(queue::claim_due(&mut lock(&self.0).pending, now, owner, ttl, limit))
+    }
+    async fn renew(&self, keys: &[EntryKey], owner: &str, until: Timestamp) -> Result<Vec<EntryKey>, StoreError> {
+        Ok(queue::renew(&mut lock(&self.0).pending, keys, owner, until))
+    }
+    async fn requeue(&self, key: &EntryKey, owner: &str, due: Timestamp, retries: u32) -> Result<(), StoreError> {
+        queue::requeue(&mut lock(&self.0).pending, key, owner, due, retries)
+    }
+    async fn complete(&self, key: &EntryKey, owner: &str, record: Option<HookRecord>) -> Result<(), StoreError> {
+        let s = &mut *lock(&self.0);
+        queue::take(&mut s.pending, key, owner)?;
+        if let (Some(r), Some(h)) = (record, s.hooks.get_mut(&key.hook_id)) {
+            queue::record(h, &key.session_id, &r);
+        }
+        Ok(())
+    }
+    async fn release(&self, keys: &[EntryKey], owner: &str) -> Result<(), StoreError> {
+        queue::release(&mut lock(&self.0).pending, keys, owner);
+        Ok(())
+    }
+    async fn record(&self, hook: &HookId, session: &SessionId, record: HookRecord) -> Result<(), StoreError> {
+        if let Some(h) = lock(&self.0).hooks.get_mut(hook) {
+            queue::record(h, session, &record);
+        }
+        Ok(())
+    }
+    async fn append_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        lock(&self.0).runs.push(run.clone());
+        Ok(())
+    }
+    async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
+        let s = lock(&self.0);
+        let all: Vec<RunRecord> = s.runs.iter().filter(|r| filter.matches(r)).cloned().collect();
+        let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
+        Ok(all.into_iter().skip(skip).collect())
+    }
+}
+
+/// Session state and transcript facts in memory. Tests set the transcript facts directly.
+#[derive(Default)]
+pub struct InMemoryMeta {
+    states: Mutex<HashMap<SessionId, SessionState>>,
+    transcripts: Mutex<HashMap<SessionId, TranscriptFacts>>,
+}
+
+impl InMemoryMeta {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+    pub fn set_transcript(&self, s: &SessionId, facts: TranscriptFacts) {
+        lock(&self.transcripts).insert(s.clone(), facts);
+    }
+    pub fn stamps(&self, s: &SessionId) -> BTreeMap<HookId, Timestamp> {
+        lock(&self.states).get(s).map(|st| st.stamps.clone()).unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl SessionMeta for InMemoryMeta {
+    async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError> {
+        Ok(lock(&self.states).get(session).cloned().unwrap_or_default())
+    }
+    async fn remember(&self, session: &SessionId, u: &SessionUpdate) -> Result<SessionState, MetaError> {
+        let mut states = lock(&self.states);
+        let st = states.entry(session.clone()).or_default();
+        if u.cwd.is_some() {
+            st.cwd.clone_from(&u.cwd);
+        }
+        if u.transcript_path.is_some() {
+            st.transcript_path.clone_from(&u.transcript_path);
+        }
+        if u.origin.is_some() {
+            st.origin = u.origin;
+        }
+        Ok(st.clone())
+    }
+    async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError> {
+        Ok(SessionFacts {
+            state: self.state(session).await?,
+            transcript: lock(&self.transcripts).get(session).cloned(),
+        })
+    }
+    async fn stamp(&self, session: &SessionId, hook: &HookId, at: Timestamp) -> Result<StampResult, MetaError> {
+        let mut states = lock(&self.states);
+        let st = states.entry(session.clone()).or_default();
+        if let Some(prev) = st.stamps.get(hook) {
+            return Ok(StampResult::Lost { at: *prev });
+        }
+        st.stamps.insert(hook.clone(), at);
+        Ok(StampResult::Won)
+    }
+}
+
+/// A runner that records each request and answers with a fixed outcome.
+pub struct ScriptedRunner {
+    outcome: Mutex<Result<RunOutcome, RunnerError>>,
+    calls: Mutex<Vec<RunRequest>>,
+    count: AtomicUsize,
+}
+
+impl ScriptedRunner {
+    pub fn ok() -> Arc<Self> {
+        Self::answering(Ok(RunOutcome {
+            status: Some(Status::Ok),
+            exit_code: Some(0),
+            completed: Some(true),
+            ..RunOutcome::default()
+        }))
+    }
+    pub fn answering(outcome: Result<RunOutcome, RunnerError>) -> Arc<Self> {
+        Arc::new(Self { outcome: Mutex::new(outcome), calls: Mutex::default(), count: AtomicUsize::new(0) })
+    }
+    pub fn calls(&self) -> Vec<RunRequest> {
+        lock(&self.calls).clone()
+    }
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl Runner for ScriptedRunner {
+    async fn run(&self, request: &RunRequest) -> Result<RunOutcome, RunnerError> {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        lock(&self.calls).push(request.clone());
+        lock(&self.outcome).clone()
+    }
+}
+
+/// Prompt files held in memory, by their relative path.
+#[derive(Default)]
+pub struct StaticPrompts(Mutex<HashMap<String, String>>);
+
+impl StaticPrompts {
+    pub fn with(file: &str, text: &str) -> Arc<Self> {
+        let p = Self::default();
+        lock(&p.0).insert(file.to_owned(), text.to_owned());
+        Arc::new(p)
+    }
+}
+
+#[async_trait]
+impl PromptSource for StaticPrompts {
+    async fn load<'a>(&self, file: &PromptFile, _cwd: Option<&'a str>) -> Result<Prompt, PromptError> {
+        let text = lock(&self.0).get(file.as_str()).cloned().ok_or_else(|| PromptError::NotFound {
+            file: file.to_string(),
+            looked_in: "memory".to_owned(),
+        })?;
+        parse_prompt(&text).map_err(|error| PromptError::Invalid { file: file.to_string(), error })
+    }
+}
+
+pub mod contract;

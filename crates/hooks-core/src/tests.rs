@@ -1,0 +1,579 @@
+use std::sync::Arc;
+
+use time::{Duration, OffsetDateTime};
+
+use crate::decide::*;
+use crate::model::*;
+use crate::ports::*;
+use crate::prompt::*;
+use crate::service::*;
+use crate::testing::*;
+use crate::{queue, stamp};
+
+fn t0() -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(1_796_000_000).unwrap()
+}
+fn sid(s: &str) -> SessionId {
+    SessionId::parse(s).unwrap()
+}
+
+#[track_caller]
+fn check_refused<T: std::fmt::Debug>(r: Result<T, ValidationError>, field: &str, rule_part: &str) {
+    let e = r.expect_err("should be refused");
+    assert_eq!(e.field, field, "{e}");
+    assert!(e.rule.contains(rule_part), "rule {:?} should mention {rule_part:?}", e.rule);
+}
+
+#[test]
+fn session_ids() {
+    for ok in ["a", "abc-DEF_123", "1d7339f3-45d6-4b43-8776-a0dfec0d0db9", &"x".repeat(128)] {
+        assert!(SessionId::parse(ok).is_ok(), "{ok} should be accepted");
+    }
+    for bad in ["", "-x", "a/b", "../etc", "a b", "ä", "a.b", &"x".repeat(129), "--help"] {
+        check_refused(SessionId::parse(bad), "sessionId", "1 to 128");
+    }
+}
+
+#[test]
+fn hook_ids() {
+    for ok in ["post-task", "a", "x.y_z-1"] {
+        assert!(HookId::parse(ok).is_ok(), "{ok}");
+    }
+    for bad in ["", "-a", ".a", "a/b", "a b", &"x".repeat(129)] {
+        check_refused(HookId::parse(bad), "id", "1 to 128");
+    }
+}
+
+#[test]
+fn events() {
+    assert_eq!(Event::parse("").unwrap(), Event::ConversationDone);
+    assert_eq!(Event::parse(" conversation-done ").unwrap(), Event::ConversationDone);
+    check_refused(Event::parse("commit"), "event", "conversation-done");
+}
+
+#[test]
+fn delays() {
+    for (s, n) in [("0", 0), ("10", 10), ("86400", 86_400)] {
+        assert_eq!(Delay::parse(s).unwrap().seconds(), n);
+    }
+    for bad in ["-1", "86401", "1.5", "ten", ""] {
+        check_refused(Delay::parse(bad), "delaySeconds", "0 to 86400");
+    }
+}
+
+#[test]
+fn context_caps() {
+    assert_eq!(ContextCap::parse("0").unwrap().tokens(), None);
+    assert_eq!(ContextCap::parse("60").unwrap().tokens(), Some(60_000));
+    check_refused(ContextCap::parse("-1"), "maxContextK", "≥ 0");
+    check_refused(ContextCap::parse("x"), "maxContextK", "≥ 0");
+}
+
+#[test]
+fn prompt_files() {
+    let cases = [
+        (".claude/agents/hooks/post-task.md", ".claude/agents/hooks/post-task.md"),
+        ("/.claude/agents/hooks/a.md", ".claude/agents/hooks/a.md"),
+        ("./.claude/agents/hooks/A.MD", ".claude/agents/hooks/A.MD"),
+    ];
+    for (input, want) in cases {
+        assert_eq!(PromptFile::parse(input).unwrap().as_str(), want);
+    }
+    check_refused(PromptFile::parse(".claude/agents/hooks/../x.md"), "promptFile", "'..'");
+    check_refused(PromptFile::parse("../../etc/passwd.md"), "promptFile", "'..'");
+    check_refused(PromptFile::parse(".claude/agents/hooks/a.txt"), "promptFile", ".md");
+    check_refused(PromptFile::parse(".claude/agents/hooks/.md"), "promptFile", ".md");
+    check_refused(PromptFile::parse(".claude/agents/a.md"), "promptFile", "directly in");
+    check_refused(PromptFile::parse(".claude/agents/hooks/sub/a.md"), "promptFile", "directly in");
+    check_refused(PromptFile::parse(""), "promptFile", "empty");
+    check_refused(PromptFile::parse(".claude/agents/hooks/a\n.md"), "promptFile", "control");
+}
+
+#[test]
+fn names() {
+    assert_eq!(validate_name("  My hook ").unwrap(), "My hook");
+    check_refused(validate_name(" "), "name", "1 to 200");
+    check_refused(validate_name("a\u{7}b"), "name", "control");
+}
+
+#[test]
+fn slugs() {
+    for (name, want) in [
+        ("Post-task follow-up", "post-task-follow-up"),
+        ("  Hello,  World!! ", "hello-world"),
+        ("ÜBER cool", "ber-cool"),
+        ("!!!", "hook"),
+        ("", "hook"),
+    ] {
+        assert_eq!(slugify(name), want, "{name:?}");
+    }
+    let taken = ["a", "a-2", "a-3"];
+    assert_eq!(unique_hook_id("A", |c| taken.contains(&c)).as_str(), "a-4");
+    assert_eq!(unique_hook_id("b", |c| taken.contains(&c)).as_str(), "b");
+}
+
+#[test]
+fn statuses_round_trip() {
+    for s in ["ok", "error: boom", "skipped: cron session", "something else"] {
+        assert_eq!(Status::parse(s).to_string(), s);
+    }
+    assert_eq!(Status::parse("error: x"), Status::error("x"));
+}
+
+#[test]
+fn timestamps() {
+    let t = stamp::parse("2026-12-02T08:17:57+0000").unwrap();
+    assert_eq!(stamp::format(t), "2026-12-02T08:17:57+0000");
+    for (s, unix) in [
+        ("2026-12-02T08:17:57Z", 1_796_199_477),
+        ("2026-12-02T09:17:57+01:00", 1_796_199_477),
+        ("2026-12-02T09:17:57+0100", 1_796_199_477),
+        ("2026-12-02T08:17:57.250+00:00", 1_796_199_477),
+        ("2026-12-02T08:17:57", 1_796_199_477),
+        ("2026-12-02 08:17:57-00:00", 1_796_199_477),
+    ] {
+        assert_eq!(stamp::parse(s).map(|t| t.unix_timestamp()), Some(unix), "{s}");
+    }
+    assert_eq!(stamp::parse("2026-12-02T08:17:57.250Z").unwrap().millisecond(), 250);
+    for bad in ["", "soon", "2026-13-02T08:17:57Z", "2026-12-02T08:17:57+25:00", "2026-12-02T08:17:57 junk"] {
+        assert_eq!(stamp::parse(bad), None, "{bad}");
+    }
+    let east = t.to_offset(time::UtcOffset::from_hms(5, 30, 0).unwrap());
+    assert_eq!(stamp::format(east), "2026-12-02T13:47:57+0530");
+}
+
+#[test]
+fn history_keeps_newest_200() {
+    let mut h = History::default();
+    for i in 0..250 {
+        h.push(t0() + Duration::seconds(i), &format!("s{i}"));
+    }
+    assert_eq!(h.len(), HISTORY_CAP);
+    assert_eq!(h.entries()[0].session, "s50");
+    // Loaded out of order, over the cap: sorted by time and capped.
+    let loaded = History::from_entries(
+        (0..205)
+            .rev()
+            .map(|i| HistoryEntry { key: stamp::format(t0() + Duration::seconds(i)), session: format!("s{i}") })
+            .collect(),
+    );
+    assert_eq!(loaded.len(), HISTORY_CAP);
+    assert_eq!(loaded.entries()[0].session, "s5");
+    assert_eq!(loaded.entries()[199].session, "s204");
+}
+
+#[test]
+fn frontmatter_and_options() {
+    let text = "---\nname: post-task\nmodel: sonnet\nmaxTurns: 3\nallowed-tools:\n  - Read\n  - \"Bash(git *)\"\npermission-mode: acceptEdits\nunknown: whatever\n---\n\nDo the thing.\n";
+    let p = parse_prompt(text).unwrap();
+    assert_eq!(p.body, "Do the thing.");
+    assert_eq!(p.options.model.as_deref(), Some("sonnet"));
+    assert_eq!(p.options.max_turns, Some(3));
+    assert_eq!(p.options.allowed_tools, ["Read", "Bash(git *)"]);
+    assert_eq!(
+        p.options.to_args(),
+        ["--model", "sonnet", "--permission-mode", "acceptEdits", "--max-turns", "3", "--allowedTools", "Read,Bash(git *)"]
+    );
+    let inline = parse_prompt("---\ntools: [Read, Grep]\nappend-system-prompt: 'be brief'\n---\nbody").unwrap();
+    assert_eq!(inline.options.allowed_tools, ["Read", "Grep"]);
+    assert_eq!(inline.options.append_system_prompt.as_deref(), Some("be brief"));
+    let none = parse_prompt("no frontmatter\n---\nhere").unwrap();
+    assert_eq!((none.body.as_str(), none.options), ("no frontmatter\n---\nhere", RunOptions::default()));
+    let unclosed = parse_prompt("---\nmodel: x\nbody").unwrap();
+    assert_eq!(unclosed.options, RunOptions::default(), "an unclosed fence is body");
+}
+
+#[test]
+fn flag_like_values_refused() {
+    check_refused(parse_prompt("---\nmodel: --dangerously-skip-permissions\n---\nx"), "model", "'-'");
+    check_refused(parse_prompt("---\nallowed-tools: Read, -x\n---\nx"), "allowed-tools", "'-'");
+    check_refused(parse_prompt("---\npermissionMode: \"-p\"\n---\nx"), "permission-mode", "'-'");
+    check_refused(parse_prompt("---\nmax-turns: 0\n---\nx"), "max-turns", "≥ 1");
+    check_refused(parse_prompt("---\nmax-turns: lots\n---\nx"), "max-turns", "≥ 1");
+    check_refused(parse_prompt("---\nname: a\n---\n  \n"), "prompt", "no body");
+}
+
+#[test]
+fn markers() {
+    assert!(ends_with_marker("work\nDONE", DONE_MARKER));
+    assert!(ends_with_marker("work\n  DONE  \n\n", DONE_MARKER));
+    assert!(!ends_with_marker("I am DONE", DONE_MARKER));
+    assert!(!ends_with_marker("DONE\nmore", DONE_MARKER));
+    assert!(!ends_with_marker("", DONE_MARKER));
+    assert!(!ends_with_marker("done", DONE_MARKER));
+}
+
+#[test]
+fn subagent_paths() {
+    for (p, want) in [
+        ("/h/.claude/projects/-x/abc/subagents/agent-a2271d1.jsonl", true),
+        ("/h/.claude/projects/-x/agent-3ea04571.jsonl", true),
+        ("/h/.claude/projects/-x/abc.jsonl", false),
+        ("/h/.claude/projects/-x/subagents/x.jsonl", true),
+        ("agent-x.json", false),
+    ] {
+        assert_eq!(is_subagent_path(p), want, "{p}");
+    }
+}
+
+fn hook() -> Hook {
+    HookSpec::post_task().into_hook(post_task_id(), t0())
+}
+
+fn pending(retries: u32) -> PendingEntry {
+    PendingEntry {
+        hook_id: post_task_id(),
+        session_id: sid("s1"),
+        due_at: DueAt::At(t0()),
+        queued_at: Some(t0()),
+        retries,
+        claim: None,
+    }
+}
+
+#[test]
+fn enqueue_decision_table() {
+    let now = t0();
+    let base = hook();
+    let disabled = Hook { enabled: false, ..base.clone() };
+    let lax = Hook { skip_cron: false, skip_subagents: false, ..base.clone() };
+    type Row<'a> = (&'a str, &'a Hook, Option<OffsetDateTime>, Origin, bool, bool, EnqueueDecision);
+    let queue = EnqueueDecision::Queue { due_at: now + Duration::seconds(10) };
+    let rows: Vec<Row> = vec![
+        ("queues", &base, None, Origin::Interactive, false, false, queue.clone()),
+        ("disabled", &disabled, None, Origin::Interactive, false, false, EnqueueDecision::Skip(SkipReason::Disabled)),
+        ("loop guard", &base, Some(now), Origin::Interactive, false, false, EnqueueDecision::Skip(SkipReason::AlreadyRan { at: now })),
+        ("cron", &base, None, Origin::Cron, false, false, EnqueueDecision::Skip(SkipReason::CronSession)),
+        ("cron allowed", &lax, None, Origin::Cron, false, false, queue.clone()),
+        ("subagent", &base, None, Origin::Interactive, true, false, EnqueueDecision::Skip(SkipReason::Subagent)),
+        ("subagent allowed", &lax, None, Origin::Interactive, true, false, queue.clone()),
+        ("pending", &base, None, Origin::Interactive, false, true, EnqueueDecision::Skip(SkipReason::AlreadyPending)),
+        ("disabled beats stamp", &disabled, Some(now), Origin::Cron, true, true, EnqueueDecision::Skip(SkipReason::Disabled)),
+    ];
+    for (name, hook, stamp, origin, subagent, already_pending, want) in rows {
+        let got = decide_enqueue(EnqueueInput { hook, stamp, origin, subagent, already_pending, now });
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> TranscriptFacts {
+    TranscriptFacts {
+        path: "/t/s1.jsonl".into(),
+        subagent,
+        context_tokens: tokens,
+        last_change: Some(t0() - Duration::seconds(changed_ago)),
+        cwd: Some("/work".into()),
+        last_assistant_text: None,
+    }
+}
+
+#[test]
+fn fire_decision_table() {
+    let now = t0();
+    let policy = Policy::default();
+    let base = hook();
+    let disabled = Hook { enabled: false, ..base.clone() };
+    let no_cap = Hook { max_context: ContextCap::NONE, ..base.clone() };
+    let quiet = SessionFacts { state: SessionState::default(), transcript: Some(transcript(60, Some(1000), false)) };
+    let stamped = SessionFacts {
+        state: SessionState { stamps: [(post_task_id(), now)].into(), ..Default::default() },
+        ..quiet.clone()
+    };
+    let active = SessionFacts { transcript: Some(transcript(2, Some(1000), false)), ..quiet.clone() };
+    let missing = SessionFacts { transcript: None, ..quiet.clone() };
+    let sub = SessionFacts { transcript: Some(transcript(60, Some(1000), true)), ..quiet.clone() };
+    let cron = SessionFacts { state: SessionState { origin: Some(Origin::Cron), ..Default::default() }, ..quiet.clone() };
+    let big = SessionFacts { transcript: Some(transcript(60, Some(123_400), false)), ..quiet.clone() };
+    let at_cap = SessionFacts { transcript: Some(transcript(60, Some(60_000), false)), ..quiet.clone() };
+    let no_cwd = SessionFacts {
+        transcript: Some(TranscriptFacts { cwd: None, ..transcript(60, Some(1), false) }),
+        ..quiet.clone()
+    };
+    let stamped_missing = SessionFacts { transcript: None, ..stamped.clone() };
+    let retry = |why| FireDecision::Retry { due_at: now + Duration::seconds(60), retries: 4, why };
+    let skipped = |s: &str| FireDecision::Finish(Status::skipped(s));
+    type Row<'a> = (&'a str, Option<&'a Hook>, &'a SessionFacts, u32, bool, Option<&'a str>, FireDecision);
+    let rows: Vec<Row> = vec![
+        ("fires", Some(&base), &quiet, 0, false, None, FireDecision::Fire),
+        ("deleted", None, &quiet, 0, false, None, FireDecision::Drop),
+        ("disabled", Some(&disabled), &quiet, 0, false, None, FireDecision::Drop),
+        ("stamped", Some(&base), &stamped, 0, false, None, skipped("already ran for this session at 2026-11-30T00:53:20+0000")),
+        ("active", Some(&base), &active, 3, false, None, retry(NotReady::Active)),
+        ("running", Some(&base), &quiet, 3, true, None, retry(NotReady::RunInProgress)),
+        ("no transcript", Some(&base), &missing, 3, false, None, retry(NotReady::TranscriptNotFound)),
+        ("active, out of retries", Some(&base), &active, 10, false, None, skipped("conversation still active after 10 retries")),
+        ("missing, out of retries", Some(&base), &missing, 10, false, None, skipped("transcript not found after 10 retries")),
+        ("subagent", Some(&base), &sub, 0, false, None, skipped("subagent conversation")),
+        ("cron", Some(&base), &cron, 0, false, None, skipped("cron session")),
+        ("over the cap", Some(&base), &big, 0, false, None, skipped("context 124k over the 60k cap")),
+        ("at the cap", Some(&base), &at_cap, 0, false, None, FireDecision::Fire),
+        ("no cap", Some(&no_cap), &big, 0, false, None, FireDecision::Fire),
+        ("prompt missing", Some(&base), &quiet, 0, false, Some("prompt file x not found"), FireDecision::Finish(Status::error("prompt file x not found"))),
+        ("cwd unknown", Some(&base), &no_cwd, 0, false, None, FireDecision::Finish(Status::error("the session's working directory is unknown"))),
+        ("deleted beats everything", None, &active, 10, true, Some("x"), FireDecision::Drop),
+        ("stamp beats not-ready", Some(&base), &stamped_missing, 0, false, None, skipped("already ran for this session at 2026-11-30T00:53:20+0000")),
+    ];
+    for (name, hook, facts, retries, run_in_progress, prompt_error, want) in rows {
+        let entry = pending(retries);
+        let got = decide_fire(FireInput { hook, entry: &entry, facts, run_in_progress, prompt_error, now, policy });
+        assert_eq!(got, want, "{name}");
+    }
+}
+
+#[test]
+fn retries_run_out_after_ten() {
+    let policy = Policy::default();
+    let base = hook();
+    let facts = SessionFacts::default();
+    let mut entry = pending(0);
+    let mut now = t0();
+    let mut retries_seen = 0;
+    loop {
+        match decide_fire(FireInput { hook: Some(&base), entry: &entry, facts: &facts, run_in_progress: false, prompt_error: None, now, policy }) {
+            FireDecision::Retry { due_at, retries, .. } => {
+                assert_eq!(due_at, now + Duration::seconds(60));
+                entry.retries = retries;
+                now = due_at;
+                retries_seen += 1;
+            }
+            FireDecision::Finish(s) => {
+                assert_eq!(s, Status::skipped("transcript not found after 10 retries"));
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(retries_seen <= 10, "never more than 10 retries");
+    }
+    assert_eq!(retries_seen, 10);
+}
+
+#[test]
+fn queue_next_wake() {
+    let mut p = vec![pending(0)];
+    assert_eq!(queue::next_wake(&p, t0() - Duration::seconds(5)), Some(t0()));
+    p[0].claim = Some(Claim { owner: "x".into(), expires_at: t0() + Duration::seconds(30) });
+    assert_eq!(queue::next_wake(&p, t0()), Some(t0() + Duration::seconds(30)), "a claimed entry wakes at its expiry");
+    assert_eq!(queue::next_wake(&[], t0()), None);
+}
+
+#[tokio::test]
+async fn contract_on_the_in_memory_store() {
+    contract::run_all(&|| InMemoryStore::new() as Arc<dyn HookStore>).await;
+}
+
+const PROMPT: &str = "---\nname: post-task\n---\nTidy up, then say COMPLETED.";
+
+struct World {
+    store: Arc<InMemoryStore>,
+    meta: Arc<InMemoryMeta>,
+    runner: Arc<ScriptedRunner>,
+    clock: Arc<ManualClock>,
+    service: Service,
+}
+
+fn world_with(store: Arc<dyn HookStore>, runner: Arc<ScriptedRunner>) -> (Arc<InMemoryMeta>, Arc<ManualClock>, Service) {
+    let meta = InMemoryMeta::new();
+    let clock = ManualClock::new(t0());
+    let ports = Ports {
+        store,
+        meta: meta.clone(),
+        runner,
+        prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", PROMPT),
+        clock: clock.clone(),
+    };
+    (meta, clock, Service::new(ports, Config::new("me")))
+}
+
+fn world() -> World {
+    let store = InMemoryStore::seeded(t0());
+    let runner = ScriptedRunner::ok();
+    let (meta, clock, service) = world_with(store.clone(), runner.clone());
+    World { store, meta, runner, clock, service }
+}
+
+fn done_event(s: &str) -> NotifyEvent {
+    NotifyEvent {
+        session: sid(s),
+        event: Event::ConversationDone,
+        update: SessionUpdate { cwd: Some("/work".into()), transcript_path: Some(format!("/p/{s}.jsonl")), origin: None },
+        subagent: false,
+    }
+}
+
+async fn fire_all(w: &World) -> Vec<FireReport> {
+    let mut out = Vec::new();
+    for e in w.service.claim(100).await.unwrap() {
+        out.push(w.service.fire(&e).await.unwrap());
+    }
+    out
+}
+
+#[tokio::test]
+async fn follow_up_fires_once_and_never_queues_itself_again() {
+    let w = world();
+    let r = w.service.notify(&done_event("s1")).await.unwrap();
+    assert_eq!(r, [NotifyReport { hook_id: post_task_id(), outcome: NotifyOutcome::Queued { due_at: t0() + Duration::seconds(10) } }]);
+    assert!(fire_all(&w).await.is_empty(), "nothing is due before the delay");
+    w.meta.set_transcript(&sid("s1"), transcript(0, Some(1000), false));
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    assert!(matches!(&fired[..], [FireReport { action: FireAction::Ran(_), .. }]), "{fired:?}");
+    assert_eq!(w.runner.count(), 1);
+    let call = &w.runner.calls()[0];
+    assert_eq!((call.cwd.as_str(), call.prompt.body.as_str()), ("/work", "Tidy up, then say COMPLETED."));
+    let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(hook.last_status, Some(Status::Ok));
+    assert_eq!(hook.history.entries()[0].session, "s1");
+    assert_eq!(w.store.runs(&RunFilter::default()).await.unwrap().len(), 1, "the run is logged");
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty());
+    // The follow-up's own Stop: the loop guard refuses to queue again.
+    let again = w.service.notify(&done_event("s1")).await.unwrap();
+    assert!(matches!(again[0].outcome, NotifyOutcome::Skipped(SkipReason::AlreadyRan { .. })), "{again:?}");
+    w.clock.advance(Duration::hours(1));
+    assert!(fire_all(&w).await.is_empty());
+    assert_eq!(w.runner.count(), 1, "never fired twice");
+}
+
+#[tokio::test]
+async fn active_conversation_is_retried_not_fired() {
+    let w = world();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.clock.advance(Duration::seconds(10));
+    w.meta.set_transcript(&sid("s1"), transcript(-8, Some(1000), false)); // changed 2 s before `now`
+    let r = fire_all(&w).await;
+    assert!(matches!(r[0].action, FireAction::Retried { retries: 1, why: NotReady::Active, .. }), "{r:?}");
+    assert_eq!(w.runner.count(), 0);
+    let p = &w.store.snapshot().await.unwrap().pending[0];
+    assert_eq!((p.retries, p.claim.clone(), p.due_at.clone()), (1, None, DueAt::At(t0() + Duration::seconds(70))));
+}
+
+#[tokio::test]
+async fn skips_are_recorded_without_running() {
+    let w = world();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta.set_transcript(&sid("s1"), transcript(100, Some(70_000), false));
+    w.clock.advance(Duration::seconds(10));
+    let r = fire_all(&w).await;
+    assert_eq!(r[0].action, FireAction::Finished(Status::skipped("context 70k over the 60k cap")));
+    assert_eq!(w.runner.count(), 0);
+    let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(hook.last_status, Some(Status::skipped("context 70k over the 60k cap")));
+    assert!(hook.history.is_empty(), "history holds firings only");
+}
+
+#[tokio::test]
+async fn disabled_and_deleted_hooks() {
+    let w = world();
+    w.service.set_enabled(&post_task_id(), false).await.unwrap();
+    let r = w.service.notify(&done_event("s1")).await.unwrap();
+    assert_eq!(r[0].outcome, NotifyOutcome::Skipped(SkipReason::Disabled));
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty(), "a disabled hook queues nothing");
+    w.service.set_enabled(&post_task_id(), true).await.unwrap();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.service.set_enabled(&post_task_id(), false).await.unwrap();
+    w.clock.advance(Duration::seconds(10));
+    w.meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    let r = fire_all(&w).await;
+    assert_eq!(r[0].action, FireAction::Dropped, "disabled while queued: dropped silently");
+    assert_eq!(w.store.get_hook(&post_task_id()).await.unwrap().unwrap().last_status, None);
+    assert_eq!(w.runner.count(), 0);
+}
+
+#[tokio::test]
+async fn a_lost_stamp_means_no_run() {
+    let w = world();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.clock.advance(Duration::seconds(10));
+    w.meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    let claimed = w.service.claim(10).await.unwrap();
+    // Another process stamps between our decision and our stamp.
+    w.meta.stamp(&sid("s1"), &post_task_id(), t0()).await.unwrap();
+    // The fresh facts now show the stamp, so the decision itself refuses.
+    let r = w.service.fire(&claimed[0]).await.unwrap();
+    assert!(matches!(r.action, FireAction::Finished(Status::Skipped(_))), "{r:?}");
+    assert_eq!(w.runner.count(), 0);
+}
+
+#[tokio::test]
+async fn runner_failure_is_recorded_as_error() {
+    let store = InMemoryStore::seeded(t0());
+    let runner = ScriptedRunner::answering(Err(RunnerError::Spawn { program: "claude".into(), message: "not found".into() }));
+    let (meta, clock, service) = world_with(store.clone(), runner.clone());
+    service.notify(&done_event("s1")).await.unwrap();
+    clock.advance(Duration::seconds(10));
+    meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    let e = service.claim(1).await.unwrap();
+    service.fire(&e[0]).await.unwrap();
+    let hook = store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(hook.last_status, Some(Status::error("could not start claude: not found")));
+    assert_eq!(meta.stamps(&sid("s1")).len(), 1, "the stamp stays: at most once");
+}
+
+#[tokio::test]
+async fn a_store_failure_surfaces_and_nothing_runs() {
+    let mut store = MockHookStore::new();
+    store.expect_snapshot().returning(|| Err(StoreError::Io("disk on fire".into())));
+    store.expect_enqueue().never();
+    let (_, _, service) = world_with(Arc::new(store), ScriptedRunner::ok());
+    let e = service.notify(&done_event("s1")).await.unwrap_err();
+    assert_eq!(e, ServiceError::Store(StoreError::Io("disk on fire".into())));
+}
+
+#[tokio::test]
+async fn a_fenced_complete_still_records_the_run() {
+    let mut store = MockHookStore::new();
+    let entry = pending(0);
+    let e2 = entry.clone();
+    store.expect_get_hook().returning(|_| Ok(Some(hook())));
+    store.expect_append_run().times(1).returning(|_| Ok(()));
+    store.expect_complete().times(1).returning(move |_, _, _| Err(StoreError::Fenced(e2.key())));
+    store
+        .expect_record()
+        .withf(|h, s, r| *h == post_task_id() && s.as_str() == "s1" && r.status == Status::Ok && r.fired_at.is_some())
+        .times(1)
+        .returning(|_, _, _| Ok(()));
+    let runner = ScriptedRunner::ok();
+    let (meta, _, service) = world_with(Arc::new(store), runner.clone());
+    meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    let r = service.fire(&entry).await.unwrap();
+    assert!(matches!(r.action, FireAction::Ran(_)));
+    assert_eq!(runner.count(), 1);
+}
+
+#[tokio::test]
+async fn a_meta_failure_stops_the_fire_before_running() {
+    let mut meta = MockSessionMeta::new();
+    meta.expect_facts().returning(|_| Err(MetaError::Io("gone".into())));
+    meta.expect_stamp().never();
+    let mut runner = MockRunner::new();
+    runner.expect_run().never();
+    let store = InMemoryStore::seeded(t0());
+    let ports = Ports {
+        store,
+        meta: Arc::new(meta),
+        runner: Arc::new(runner),
+        prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", PROMPT),
+        clock: ManualClock::new(t0()),
+    };
+    let service = Service::new(ports, Config::new("me"));
+    assert!(matches!(service.fire(&pending(0)).await, Err(ServiceError::Meta(_))));
+}
+
+#[tokio::test]
+async fn notify_reports_every_hook() {
+    let w = world();
+    let pf = PromptFile::parse(".claude/agents/hooks/other.md").unwrap();
+    let mut spec = HookSpec::new("Other", pf).unwrap();
+    spec.skip_cron = false;
+    w.service.create_hook(spec).await.unwrap();
+    let mut ev = done_event("cronny");
+    ev.update.origin = Some(Origin::Cron);
+    let r = w.service.notify(&ev).await.unwrap();
+    let got: Vec<_> = r.iter().map(|r| (r.hook_id.as_str(), matches!(r.outcome, NotifyOutcome::Queued { .. }))).collect();
+    assert_eq!(got, [("other", true), ("post-task", false)]);
+    let again = w.service.notify(&ev).await.unwrap();
+    assert!(again.iter().all(|r| matches!(r.outcome, NotifyOutcome::Skipped(_))), "{again:?}");
+    let sub = NotifyEvent { subagent: true, ..done_event("sub1") };
+    let r = w.service.notify(&sub).await.unwrap();
+    assert_eq!(r.iter().find(|r| r.hook_id == post_task_id()).unwrap().outcome, NotifyOutcome::Skipped(SkipReason::Subagent));
+}
