@@ -23,7 +23,11 @@ pub struct Policy {
 
 impl Default for Policy {
     fn default() -> Self {
-        Self { quiet_period: Duration::seconds(5), retry_delay: Duration::seconds(60), max_retries: 10 }
+        Self {
+            quiet_period: Duration::seconds(5),
+            retry_delay: Duration::seconds(60),
+            max_retries: 10,
+        }
     }
 }
 
@@ -89,7 +93,9 @@ pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
     };
     match skip {
         Some(r) => EnqueueDecision::Skip(r),
-        None => EnqueueDecision::Queue { due_at: i.now + i.hook.delay.duration() },
+        None => EnqueueDecision::Queue {
+            due_at: i.now + i.hook.delay.duration(),
+        },
     }
 }
 
@@ -134,7 +140,11 @@ pub enum FireDecision {
     /// Remove the entry and record this status on the hook, without running.
     Finish(Status),
     /// Put the entry back, due later.
-    Retry { due_at: Timestamp, retries: u32, why: NotReady },
+    Retry {
+        due_at: Timestamp,
+        retries: u32,
+        why: NotReady,
+    },
     /// Stamp the session and run the follow-up.
     Fire,
 }
@@ -164,7 +174,9 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         return FireDecision::Drop;
     };
     if let Some(at) = i.facts.state.stamps.get(&hook.id) {
-        return FireDecision::Finish(Status::skipped(SkipReason::AlreadyRan { at: *at }.to_string()));
+        return FireDecision::Finish(Status::skipped(
+            SkipReason::AlreadyRan { at: *at }.to_string(),
+        ));
     }
     let not_ready = if i.run_in_progress {
         Some(NotReady::RunInProgress)
@@ -182,7 +194,11 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         if retries >= i.policy.max_retries {
             return FireDecision::Finish(why.give_up(retries));
         }
-        return FireDecision::Retry { due_at: i.now + i.policy.retry_delay, retries: retries + 1, why };
+        return FireDecision::Retry {
+            due_at: i.now + i.policy.retry_delay,
+            retries: retries + 1,
+            why,
+        };
     }
     if hook.skip_subagents && i.facts.is_subagent() {
         return FireDecision::Finish(Status::skipped(SkipReason::Subagent.to_string()));
@@ -190,9 +206,10 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     if hook.skip_cron && i.facts.origin() == Origin::Cron {
         return FireDecision::Finish(Status::skipped(SkipReason::CronSession.to_string()));
     }
-    if let (Some(cap), Some(tokens)) =
-        (hook.max_context.tokens(), i.facts.transcript.as_ref().and_then(|t| t.context_tokens))
-        && tokens > cap
+    if let (Some(cap), Some(tokens)) = (
+        hook.max_context.tokens(),
+        i.facts.transcript.as_ref().and_then(|t| t.context_tokens),
+    ) && tokens > cap
     {
         return FireDecision::Finish(Status::skipped(format!(
             "context {}k over the {}k cap",

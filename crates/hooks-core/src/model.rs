@@ -27,7 +27,10 @@ pub struct ValidationError {
 
 impl ValidationError {
     pub fn new(field: &'static str, rule: impl Into<String>) -> Self {
-        Self { field, rule: rule.into() }
+        Self {
+            field,
+            rule: rule.into(),
+        }
     }
 }
 
@@ -50,11 +53,15 @@ impl SessionId {
         let ok = !s.is_empty()
             && s.len() <= 128
             && !s.starts_with('-')
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         if ok {
             Ok(Self(s.to_owned()))
         } else {
-            Err(ValidationError::new("sessionId", format!("{RULE} (got {})", describe(s))))
+            Err(ValidationError::new(
+                "sessionId",
+                format!("{RULE} (got {})", describe(s)),
+            ))
         }
     }
     pub fn as_str(&self) -> &str {
@@ -78,7 +85,8 @@ impl HookId {
         let ok = !s.is_empty()
             && s.len() <= 128
             && s.as_bytes()[0].is_ascii_alphanumeric()
-            && s.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
         if ok {
             Ok(Self(s.to_owned()))
         } else {
@@ -122,7 +130,11 @@ pub fn slugify(name: &str) -> String {
         }
     }
     let out = out.trim_end_matches('-').to_owned();
-    if out.is_empty() { "hook".to_owned() } else { out }
+    if out.is_empty() {
+        "hook".to_owned()
+    } else {
+        out
+    }
 }
 
 /// The slug of `name`, made unique among `taken` with `-2`, `-3`, ….
@@ -185,7 +197,10 @@ impl Delay {
             Ok(n) => Self::from_seconds(n),
             Err(_) => Err(ValidationError::new(
                 "delaySeconds",
-                format!("must be a whole number from 0 to {MAX_DELAY_SECONDS} (got {})", describe(s)),
+                format!(
+                    "must be a whole number from 0 to {MAX_DELAY_SECONDS} (got {})",
+                    describe(s)
+                ),
             )),
         }
     }
@@ -207,23 +222,38 @@ impl PromptFile {
         let field = "promptFile";
         let rel = s.trim().trim_start_matches('/');
         if rel.chars().any(|c| c.is_control() || c == '\\') {
-            return Err(ValidationError::new(field, "must not hold control characters or backslashes"));
+            return Err(ValidationError::new(
+                field,
+                "must not hold control characters or backslashes",
+            ));
         }
-        let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty() && *p != ".").collect();
+        let parts: Vec<&str> = rel
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
         if parts.contains(&"..") {
-            return Err(ValidationError::new(field, format!("must not contain '..' (got {})", describe(s))));
+            return Err(ValidationError::new(
+                field,
+                format!("must not contain '..' (got {})", describe(s)),
+            ));
         }
         let Some((file, dir)) = parts.split_last() else {
             return Err(ValidationError::new(field, "must not be empty"));
         };
         let is_md = file.len() > 3 && file.to_ascii_lowercase().ends_with(".md");
         if !is_md {
-            return Err(ValidationError::new(field, format!("must be a .md file (got {})", describe(s))));
+            return Err(ValidationError::new(
+                field,
+                format!("must be a .md file (got {})", describe(s)),
+            ));
         }
         if dir.join("/") != PROMPT_DIR {
             return Err(ValidationError::new(
                 field,
-                format!("must be a file directly in {PROMPT_DIR}/ (got {})", describe(s)),
+                format!(
+                    "must be a file directly in {PROMPT_DIR}/ (got {})",
+                    describe(s)
+                ),
             ));
         }
         Ok(Self(format!("{PROMPT_DIR}/{file}")))
@@ -252,7 +282,10 @@ impl ContextCap {
         if (0..=i64::from(u32::MAX)).contains(&k) {
             Ok(Self(k as u32))
         } else {
-            Err(ValidationError::new("maxContextK", format!("must be a whole number ≥ 0 (got {k})")))
+            Err(ValidationError::new(
+                "maxContextK",
+                format!("must be a whole number ≥ 0 (got {k})"),
+            ))
         }
     }
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
@@ -277,7 +310,10 @@ impl ContextCap {
 pub fn validate_name(name: &str) -> Result<String, ValidationError> {
     let n = name.trim();
     if n.is_empty() || n.chars().count() > 200 || n.chars().any(char::is_control) {
-        return Err(ValidationError::new("name", "must be 1 to 200 characters with no control characters"));
+        return Err(ValidationError::new(
+            "name",
+            "must be 1 to 200 characters with no control characters",
+        ));
     }
     Ok(n.to_owned())
 }
@@ -345,11 +381,9 @@ pub struct History(Vec<HistoryEntry>);
 
 impl History {
     /// From stored entries in any order; keeps the newest [`HISTORY_CAP`].
+    /// Entries whose key is not a timestamp sort first, by key.
     pub fn from_entries(mut entries: Vec<HistoryEntry>) -> Self {
-        entries.sort_by(|a, b| match (a.at(), b.at()) {
-            (Some(x), Some(y)) => x.cmp(&y).then_with(|| a.key.cmp(&b.key)),
-            _ => a.key.cmp(&b.key),
-        });
+        entries.sort_by_cached_key(|e| (e.at(), e.key.clone()));
         let mut h = Self(entries);
         h.cap();
         h
@@ -366,7 +400,10 @@ impl History {
                 key = stamp::format_micros(bump);
             }
         }
-        self.0.push(HistoryEntry { key, session: session.to_owned() });
+        self.0.push(HistoryEntry {
+            key,
+            session: session.to_owned(),
+        });
         self.cap();
     }
     fn cap(&mut self) {
@@ -569,7 +606,10 @@ pub struct PendingEntry {
 
 impl PendingEntry {
     pub fn key(&self) -> EntryKey {
-        EntryKey { hook_id: self.hook_id.clone(), session_id: self.session_id.clone() }
+        EntryKey {
+            hook_id: self.hook_id.clone(),
+            session_id: self.session_id.clone(),
+        }
     }
     /// Whether a live claim by someone hides it from other claimers at `now`.
     pub fn is_claimed(&self, now: Timestamp) -> bool {
@@ -662,14 +702,21 @@ impl SessionFacts {
     /// Subagent by the transcript's path or lines.
     pub fn is_subagent(&self) -> bool {
         self.transcript.as_ref().is_some_and(|t| t.subagent)
-            || self.state.transcript_path.as_deref().is_some_and(is_subagent_path)
+            || self
+                .state
+                .transcript_path
+                .as_deref()
+                .is_some_and(is_subagent_path)
     }
     pub fn origin(&self) -> Origin {
         self.state.origin.unwrap_or_default()
     }
     /// The directory to resume in: the remembered one, else the transcript's.
     pub fn cwd(&self) -> Option<&str> {
-        self.state.cwd.as_deref().or_else(|| self.transcript.as_ref()?.cwd.as_deref())
+        self.state
+            .cwd
+            .as_deref()
+            .or_else(|| self.transcript.as_ref()?.cwd.as_deref())
     }
 }
 
@@ -715,7 +762,9 @@ pub struct RunOutcome {
 
 impl RunOutcome {
     pub fn status(&self) -> Status {
-        self.status.clone().unwrap_or_else(|| Status::error("the run reported no status"))
+        self.status
+            .clone()
+            .unwrap_or_else(|| Status::error("the run reported no status"))
     }
 }
 

@@ -101,7 +101,12 @@ pub trait HookStore: Send + Sync {
     /// Clears `owner`'s claims on `keys`, leaving the entries queued.
     async fn release(&self, keys: &[EntryKey], owner: &str) -> Result<(), StoreError>;
     /// Records an outcome on a hook without touching the queue (a no-op if it was deleted).
-    async fn record(&self, hook: &HookId, session: &SessionId, record: HookRecord) -> Result<(), StoreError>;
+    async fn record(
+        &self,
+        hook: &HookId,
+        session: &SessionId,
+        record: HookRecord,
+    ) -> Result<(), StoreError>;
     /// Appends one line to the run log.
     async fn append_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     /// Run-log lines matching `filter`, oldest first.
@@ -133,11 +138,20 @@ pub enum StampResult {
 pub trait SessionMeta: Send + Sync {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError>;
     /// Merges `update` into the session's state (stamps are never touched).
-    async fn remember(&self, session: &SessionId, update: &SessionUpdate) -> Result<SessionState, MetaError>;
+    async fn remember(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+    ) -> Result<SessionState, MetaError>;
     /// The state plus fresh transcript facts.
     async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError>;
     /// Test-and-set of the once-per-(hook, session) stamp, atomic across processes.
-    async fn stamp(&self, session: &SessionId, hook: &HookId, at: Timestamp) -> Result<StampResult, MetaError>;
+    async fn stamp(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        at: Timestamp,
+    ) -> Result<StampResult, MetaError>;
 }
 
 /// A follow-up to run.
@@ -173,14 +187,21 @@ pub enum PromptError {
     #[error("prompt file {0}")]
     Unreadable(String),
     #[error("prompt file {file}: {error}")]
-    Invalid { file: String, error: ValidationError },
+    Invalid {
+        file: String,
+        error: ValidationError,
+    },
 }
 
 /// Loads a hook's prompt file, looking first in the session's own project.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait PromptSource: Send + Sync {
-    async fn load<'a>(&self, file: &PromptFile, session_cwd: Option<&'a str>) -> Result<Prompt, PromptError>;
+    async fn load<'a>(
+        &self,
+        file: &PromptFile,
+        session_cwd: Option<&'a str>,
+    ) -> Result<Prompt, PromptError>;
 }
 
 /// The time. The only way the core learns it.

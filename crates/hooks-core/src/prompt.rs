@@ -49,7 +49,10 @@ pub struct Prompt {
 /// without a closing fence has no frontmatter.
 pub fn split_frontmatter(text: &str) -> (Option<&str>, &str) {
     let t = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let Some(rest) = t.strip_prefix("---\n").or_else(|| t.strip_prefix("---\r\n")) else {
+    let Some(rest) = t
+        .strip_prefix("---\n")
+        .or_else(|| t.strip_prefix("---\r\n"))
+    else {
         return (None, t);
     };
     let mut offset = 0;
@@ -104,13 +107,22 @@ fn pairs(frontmatter: &str) -> Vec<(String, String)> {
 
 fn split_list(v: &str) -> Vec<String> {
     let v = v.trim();
-    let v = v.strip_prefix('[').and_then(|x| x.strip_suffix(']')).unwrap_or(v);
-    v.split([',', '\n']).map(|s| unquote(s).to_owned()).filter(|s| !s.is_empty()).collect()
+    let v = v
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(v);
+    v.split([',', '\n'])
+        .map(|s| unquote(s).to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn safe(field: &'static str, v: &str) -> Result<String, ValidationError> {
     if v.starts_with('-') {
-        return Err(ValidationError::new(field, format!("must not start with '-' (got {v:?})")));
+        return Err(ValidationError::new(
+            field,
+            format!("must not start with '-' (got {v:?})"),
+        ));
     }
     if v.contains(['\n', '\r', '\0']) {
         return Err(ValidationError::new(field, "must be a single line"));
@@ -128,16 +140,28 @@ pub fn parse_options(frontmatter: &str) -> Result<RunOptions, ValidationError> {
         }
         match k.as_str() {
             "model" => o.model = Some(safe("model", &v)?),
-            "permission-mode" | "permissionMode" => o.permission_mode = Some(safe("permission-mode", &v)?),
+            "permission-mode" | "permissionMode" => {
+                o.permission_mode = Some(safe("permission-mode", &v)?)
+            }
             "max-turns" | "maxTurns" => {
-                let n = v.trim().parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    ValidationError::new("max-turns", format!("must be a whole number ≥ 1 (got {v:?})"))
-                })?;
+                let n = v
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| {
+                        ValidationError::new(
+                            "max-turns",
+                            format!("must be a whole number ≥ 1 (got {v:?})"),
+                        )
+                    })?;
                 o.max_turns = Some(n);
             }
             "allowed-tools" | "allowedTools" | "tools" => {
-                o.allowed_tools =
-                    split_list(&v).iter().map(|t| safe("allowed-tools", t)).collect::<Result<_, _>>()?;
+                o.allowed_tools = split_list(&v)
+                    .iter()
+                    .map(|t| safe("allowed-tools", t))
+                    .collect::<Result<_, _>>()?;
             }
             "append-system-prompt" | "appendSystemPrompt" => {
                 o.append_system_prompt = Some(safe("append-system-prompt", &v)?);
@@ -154,7 +178,13 @@ pub fn parse_prompt(text: &str) -> Result<Prompt, ValidationError> {
     let options = fm.map(parse_options).transpose()?.unwrap_or_default();
     let body = body.trim();
     if body.is_empty() {
-        return Err(ValidationError::new("prompt", "the prompt file has no body after its frontmatter"));
+        return Err(ValidationError::new(
+            "prompt",
+            "the prompt file has no body after its frontmatter",
+        ));
     }
-    Ok(Prompt { body: body.to_owned(), options })
+    Ok(Prompt {
+        body: body.to_owned(),
+        options,
+    })
 }

@@ -21,7 +21,10 @@ pub fn enqueue(
     for e in entries {
         if !hook_exists(&e.hook_id) {
             out.push(EnqueueResult::HookDeleted);
-        } else if pending.iter().any(|p| p.hook_id == e.hook_id && p.session_id == e.session_id) {
+        } else if pending
+            .iter()
+            .any(|p| p.hook_id == e.hook_id && p.session_id == e.session_id)
+        {
             out.push(EnqueueResult::AlreadyPending);
         } else {
             pending.push(e);
@@ -41,9 +44,14 @@ pub fn claim_due(
     ttl: Duration,
     limit: usize,
 ) -> Vec<PendingEntry> {
-    let mut held: HashSet<SessionId> =
-        pending.iter().filter(|p| p.is_claimed(now)).map(|p| p.session_id.clone()).collect();
-    let mut order: Vec<usize> = (0..pending.len()).filter(|&i| pending[i].is_claimable(now)).collect();
+    let mut held: HashSet<SessionId> = pending
+        .iter()
+        .filter(|p| p.is_claimed(now))
+        .map(|p| p.session_id.clone())
+        .collect();
+    let mut order: Vec<usize> = (0..pending.len())
+        .filter(|&i| pending[i].is_claimable(now))
+        .collect();
     order.sort_by_key(|&i| pending[i].due_at.time());
     let mut claimed = Vec::new();
     for i in order {
@@ -54,7 +62,10 @@ pub fn claim_due(
         if !held.insert(p.session_id.clone()) {
             continue;
         }
-        p.claim = Some(Claim { owner: owner.to_owned(), expires_at: now + ttl });
+        p.claim = Some(Claim {
+            owner: owner.to_owned(),
+            expires_at: now + ttl,
+        });
         claimed.push(p.clone());
     }
     claimed
@@ -78,7 +89,12 @@ fn find_owned<'a>(
 }
 
 /// Extends `owner`'s claims on `keys`; returns the keys it still holds.
-pub fn renew(pending: &mut [PendingEntry], keys: &[EntryKey], owner: &str, expires_at: Timestamp) -> Vec<EntryKey> {
+pub fn renew(
+    pending: &mut [PendingEntry],
+    keys: &[EntryKey],
+    owner: &str,
+    expires_at: Timestamp,
+) -> Vec<EntryKey> {
     let mut held = Vec::new();
     for k in keys {
         if let Ok((_, p)) = find_owned(pending, k, owner)
@@ -107,7 +123,11 @@ pub fn requeue(
 }
 
 /// Removes an owned entry.
-pub fn take(pending: &mut Vec<PendingEntry>, key: &EntryKey, owner: &str) -> Result<PendingEntry, StoreError> {
+pub fn take(
+    pending: &mut Vec<PendingEntry>,
+    key: &EntryKey,
+    owner: &str,
+) -> Result<PendingEntry, StoreError> {
     let (i, _) = find_owned(pending, key, owner)?;
     Ok(pending.remove(i))
 }
@@ -134,11 +154,11 @@ pub fn record(hook: &mut Hook, session: &SessionId, record: &HookRecord) {
 pub fn next_wake(pending: &[PendingEntry], now: Timestamp) -> Option<Timestamp> {
     pending
         .iter()
-        .filter_map(|p| {
+        .map(|p| {
             let due = p.due_at.time().unwrap_or(now);
             match &p.claim {
-                Some(c) if c.expires_at > now => Some(due.max(c.expires_at)),
-                _ => Some(due),
+                Some(c) if c.expires_at > now => due.max(c.expires_at),
+                _ => due,
             }
         })
         .min()

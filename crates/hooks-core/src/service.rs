@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use time::Duration;
 
-use crate::decide::{self, EnqueueDecision, EnqueueInput, FireDecision, FireInput, NotReady, Policy, SkipReason};
+use crate::decide::{
+    self, EnqueueDecision, EnqueueInput, FireDecision, FireInput, NotReady, Policy, SkipReason,
+};
 use crate::model::*;
 use crate::ports::*;
 use crate::stamp::Timestamp;
@@ -36,7 +38,11 @@ pub struct Config {
 
 impl Config {
     pub fn new(owner: impl Into<String>) -> Self {
-        Self { policy: Policy::default(), claim_ttl: Duration::seconds(90), owner: owner.into() }
+        Self {
+            policy: Policy::default(),
+            claim_ttl: Duration::seconds(90),
+            owner: owner.into(),
+        }
     }
 }
 
@@ -81,7 +87,11 @@ pub enum FireAction {
     /// Not run; this status was recorded.
     Finished(Status),
     /// Not ready; put back.
-    Retried { due_at: Timestamp, retries: u32, why: NotReady },
+    Retried {
+        due_at: Timestamp,
+        retries: u32,
+        why: NotReady,
+    },
     /// Another process fired it first.
     LostStamp { at: Timestamp },
     /// The follow-up ran.
@@ -112,13 +122,20 @@ struct RunningGuard<'a> {
 
 impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
-        self.set.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.session);
+        self.set
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&self.session);
     }
 }
 
 impl Service {
     pub fn new(ports: Ports, config: Config) -> Self {
-        Self { ports, config, running: Mutex::new(HashSet::new()) }
+        Self {
+            ports,
+            config,
+            running: Mutex::new(HashSet::new()),
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -141,12 +158,18 @@ impl Service {
         };
         let snap = self.ports.store.snapshot().await?;
         let now = self.now();
-        let subagent = ev.subagent || state.transcript_path.as_deref().is_some_and(is_subagent_path);
+        let subagent = ev.subagent
+            || state
+                .transcript_path
+                .as_deref()
+                .is_some_and(is_subagent_path);
         let mut reports = Vec::new();
         let mut batch = Vec::new();
         for hook in snap.hooks.iter().filter(|h| h.event == ev.event) {
-            let already_pending =
-                snap.pending.iter().any(|p| p.hook_id == hook.id && p.session_id == ev.session);
+            let already_pending = snap
+                .pending
+                .iter()
+                .any(|p| p.hook_id == hook.id && p.session_id == ev.session);
             let decision = decide::decide_enqueue(EnqueueInput {
                 hook,
                 stamp: state.stamps.get(&hook.id).copied(),
@@ -156,9 +179,10 @@ impl Service {
                 now,
             });
             match decision {
-                EnqueueDecision::Skip(r) => {
-                    reports.push(NotifyReport { hook_id: hook.id.clone(), outcome: NotifyOutcome::Skipped(r) })
-                }
+                EnqueueDecision::Skip(r) => reports.push(NotifyReport {
+                    hook_id: hook.id.clone(),
+                    outcome: NotifyOutcome::Skipped(r),
+                }),
                 EnqueueDecision::Queue { due_at } => {
                     batch.push(PendingEntry {
                         hook_id: hook.id.clone(),
@@ -195,13 +219,21 @@ impl Service {
     /// Claims up to `limit` due entries for this process, in one store write.
     pub async fn claim(&self, limit: usize) -> Result<Vec<PendingEntry>, ServiceError> {
         let now = self.now();
-        Ok(self.ports.store.claim_due(now, &self.config.owner, self.config.claim_ttl, limit).await?)
+        Ok(self
+            .ports
+            .store
+            .claim_due(now, &self.config.owner, self.config.claim_ttl, limit)
+            .await?)
     }
 
     /// Extends this process's claims on `keys`.
     pub async fn renew(&self, keys: &[EntryKey]) -> Result<Vec<EntryKey>, ServiceError> {
         let until = self.now() + self.config.claim_ttl;
-        Ok(self.ports.store.renew(keys, &self.config.owner, until).await?)
+        Ok(self
+            .ports
+            .store
+            .renew(keys, &self.config.owner, until)
+            .await?)
     }
 
     /// Gives back claimed entries that will not be started (shutdown).
@@ -225,8 +257,11 @@ impl Service {
             Some(Err(e)) => Some(e.to_string()),
             _ => None,
         };
-        let run_in_progress =
-            self.running.lock().unwrap_or_else(PoisonError::into_inner).contains(&entry.session_id);
+        let run_in_progress = self
+            .running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&entry.session_id);
         let now = self.now();
         let decision = decide::decide_fire(FireInput {
             hook: hook.as_ref(),
@@ -240,18 +275,33 @@ impl Service {
         let action = match decision {
             FireDecision::Drop => self.finish(&key, None).await?,
             FireDecision::Finish(status) => {
-                match self.finish(&key, Some(HookRecord { status: status.clone(), fired_at: None })).await? {
+                match self
+                    .finish(
+                        &key,
+                        Some(HookRecord {
+                            status: status.clone(),
+                            fired_at: None,
+                        }),
+                    )
+                    .await?
+                {
                     FireAction::Dropped => FireAction::Finished(status),
                     other => other,
                 }
             }
-            FireDecision::Retry { due_at, retries, why } => {
-                match store.requeue(&key, owner, due_at, retries).await {
-                    Ok(()) => FireAction::Retried { due_at, retries, why },
-                    Err(StoreError::Fenced(_)) => FireAction::Fenced,
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            FireDecision::Retry {
+                due_at,
+                retries,
+                why,
+            } => match store.requeue(&key, owner, due_at, retries).await {
+                Ok(()) => FireAction::Retried {
+                    due_at,
+                    retries,
+                    why,
+                },
+                Err(StoreError::Fenced(_)) => FireAction::Fenced,
+                Err(e) => return Err(e.into()),
+            },
             FireDecision::Fire => {
                 let (Some(hook), Some(Ok(prompt)), Some(cwd)) = (hook, prompt, facts.cwd()) else {
                     unreachable!("decide_fire fires only with a hook, a prompt and a cwd")
@@ -262,10 +312,21 @@ impl Service {
         Ok(FireReport { key, action })
     }
 
-    async fn finish(&self, key: &EntryKey, record: Option<HookRecord>) -> Result<FireAction, ServiceError> {
-        match self.ports.store.complete(key, &self.config.owner, record).await {
+    async fn finish(
+        &self,
+        key: &EntryKey,
+        record: Option<HookRecord>,
+    ) -> Result<FireAction, ServiceError> {
+        match self
+            .ports
+            .store
+            .complete(key, &self.config.owner, record)
+            .await
+        {
             Ok(()) => Ok(FireAction::Dropped),
-            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => Ok(FireAction::Fenced),
+            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => {
+                Ok(FireAction::Fenced)
+            }
             Err(e) => Err(e.into()),
         }
     }
@@ -279,20 +340,43 @@ impl Service {
     ) -> Result<FireAction, ServiceError> {
         let key = entry.key();
         let started_at = self.now();
-        if let StampResult::Lost { at } = self.ports.meta.stamp(&entry.session_id, &hook.id, started_at).await? {
+        if let StampResult::Lost { at } = self
+            .ports
+            .meta
+            .stamp(&entry.session_id, &hook.id, started_at)
+            .await?
+        {
             let status = Status::skipped(SkipReason::AlreadyRan { at }.to_string());
-            self.finish(&key, Some(HookRecord { status, fired_at: None })).await?;
+            self.finish(
+                &key,
+                Some(HookRecord {
+                    status,
+                    fired_at: None,
+                }),
+            )
+            .await?;
             return Ok(FireAction::LostStamp { at });
         }
         let _guard = {
             let mut set = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             set.insert(entry.session_id.clone());
-            RunningGuard { set: &self.running, session: entry.session_id.clone() }
+            RunningGuard {
+                set: &self.running,
+                session: entry.session_id.clone(),
+            }
         };
-        let request = RunRequest { hook_id: hook.id.clone(), session_id: entry.session_id.clone(), cwd, prompt };
+        let request = RunRequest {
+            hook_id: hook.id.clone(),
+            session_id: entry.session_id.clone(),
+            cwd,
+            prompt,
+        };
         let outcome = match self.ports.runner.run(&request).await {
             Ok(o) => o,
-            Err(e) => RunOutcome { status: Some(Status::error(e.to_string())), ..RunOutcome::default() },
+            Err(e) => RunOutcome {
+                status: Some(Status::error(e.to_string())),
+                ..RunOutcome::default()
+            },
         };
         let finished_at = self.now();
         let record = RunRecord {
@@ -304,13 +388,24 @@ impl Service {
         };
         // The run log first: it is append-only and the one place a run's cost is kept.
         self.ports.store.append_run(&record).await?;
-        let hook_record = HookRecord { status: record.outcome.status(), fired_at: Some(started_at) };
-        match self.ports.store.complete(&key, &self.config.owner, Some(hook_record.clone())).await {
+        let hook_record = HookRecord {
+            status: record.outcome.status(),
+            fired_at: Some(started_at),
+        };
+        match self
+            .ports
+            .store
+            .complete(&key, &self.config.owner, Some(hook_record.clone()))
+            .await
+        {
             Ok(()) => {}
             Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => {
                 // The claim lapsed during the run; the stamp kept anyone else from running
                 // it, so the outcome is still ours to record.
-                self.ports.store.record(&hook.id, &entry.session_id, hook_record).await?;
+                self.ports
+                    .store
+                    .record(&hook.id, &entry.session_id, hook_record)
+                    .await?;
             }
             Err(e) => return Err(e.into()),
         }
@@ -322,7 +417,11 @@ impl Service {
     }
 
     pub async fn get_hook(&self, id: &HookId) -> Result<Hook, ServiceError> {
-        self.ports.store.get_hook(id).await?.ok_or_else(|| StoreError::HookNotFound(id.clone()).into())
+        self.ports
+            .store
+            .get_hook(id)
+            .await?
+            .ok_or_else(|| StoreError::HookNotFound(id.clone()).into())
     }
 
     pub async fn create_hook(&self, spec: HookSpec) -> Result<Hook, ServiceError> {
@@ -334,7 +433,14 @@ impl Service {
     }
 
     pub async fn set_enabled(&self, id: &HookId, enabled: bool) -> Result<Hook, ServiceError> {
-        self.update_hook(id, &HookPatch { enabled: Some(enabled), ..HookPatch::default() }).await
+        self.update_hook(
+            id,
+            &HookPatch {
+                enabled: Some(enabled),
+                ..HookPatch::default()
+            },
+        )
+        .await
     }
 
     pub async fn delete_hook(&self, id: &HookId) -> Result<usize, ServiceError> {

@@ -26,7 +26,8 @@ pub fn format(t: Timestamp) -> String {
 
 /// Like [`format`], with microseconds: used where two stamps in one second must stay apart.
 pub fn format_micros(t: Timestamp) -> String {
-    t.format(WRITE_FRAC).unwrap_or_else(|_| format_utc_fallback(t))
+    t.format(WRITE_FRAC)
+        .unwrap_or_else(|_| format_utc_fallback(t))
 }
 
 fn format_utc_fallback(t: Timestamp) -> String {

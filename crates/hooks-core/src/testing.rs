@@ -62,7 +62,10 @@ impl InMemoryStore {
     /// Seeded like a fresh file store: the `post-task` hook.
     pub fn seeded(now: Timestamp) -> Arc<Self> {
         let s = Self::default();
-        lock(&s.0).hooks.insert(post_task_id(), HookSpec::post_task().into_hook(post_task_id(), now));
+        lock(&s.0).hooks.insert(
+            post_task_id(),
+            HookSpec::post_task().into_hook(post_task_id(), now),
+        );
         Arc::new(s)
     }
 }
@@ -71,7 +74,10 @@ impl InMemoryStore {
 impl HookStore for InMemoryStore {
     async fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let s = lock(&self.0);
-        Ok(Snapshot { hooks: s.hooks.values().cloned().collect(), pending: s.pending.clone() })
+        Ok(Snapshot {
+            hooks: s.hooks.values().cloned().collect(),
+            pending: s.pending.clone(),
+        })
     }
     async fn get_hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError> {
         Ok(lock(&self.0).hooks.get(id).cloned())
@@ -85,13 +91,18 @@ impl HookStore for InMemoryStore {
     }
     async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, StoreError> {
         let mut s = lock(&self.0);
-        let h = s.hooks.get_mut(id).ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
+        let h = s
+            .hooks
+            .get_mut(id)
+            .ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
         patch.apply(h);
         Ok(h.clone())
     }
     async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError> {
         let mut s = lock(&self.0);
-        s.hooks.remove(id).ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
+        s.hooks
+            .remove(id)
+            .ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
         let before = s.pending.len();
         s.pending.retain(|p| p.hook_id != *id);
         Ok(before - s.pending.len())
@@ -99,7 +110,11 @@ impl HookStore for InMemoryStore {
     async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError> {
         let s = &mut *lock(&self.0);
         let hooks = &s.hooks;
-        Ok(queue::enqueue(&mut s.pending, |h| hooks.contains_key(h), entries))
+        Ok(queue::enqueue(
+            &mut s.pending,
+            |h| hooks.contains_key(h),
+            entries,
+        ))
     }
     async fn claim_due(
         &self,
@@ -108,15 +123,37 @@ impl HookStore for InMemoryStore {
         ttl: Duration,
         limit: usize,
     ) -> Result<Vec<PendingEntry>, StoreError> {
-        Ok(queue::claim_due(&mut lock(&self.0).pending, now, owner, ttl, limit))
+        Ok(queue::claim_due(
+            &mut lock(&self.0).pending,
+            now,
+            owner,
+            ttl,
+            limit,
+        ))
     }
-    async fn renew(&self, keys: &[EntryKey], owner: &str, until: Timestamp) -> Result<Vec<EntryKey>, StoreError> {
+    async fn renew(
+        &self,
+        keys: &[EntryKey],
+        owner: &str,
+        until: Timestamp,
+    ) -> Result<Vec<EntryKey>, StoreError> {
         Ok(queue::renew(&mut lock(&self.0).pending, keys, owner, until))
     }
-    async fn requeue(&self, key: &EntryKey, owner: &str, due: Timestamp, retries: u32) -> Result<(), StoreError> {
+    async fn requeue(
+        &self,
+        key: &EntryKey,
+        owner: &str,
+        due: Timestamp,
+        retries: u32,
+    ) -> Result<(), StoreError> {
         queue::requeue(&mut lock(&self.0).pending, key, owner, due, retries)
     }
-    async fn complete(&self, key: &EntryKey, owner: &str, record: Option<HookRecord>) -> Result<(), StoreError> {
+    async fn complete(
+        &self,
+        key: &EntryKey,
+        owner: &str,
+        record: Option<HookRecord>,
+    ) -> Result<(), StoreError> {
         let s = &mut *lock(&self.0);
         queue::take(&mut s.pending, key, owner)?;
         if let (Some(r), Some(h)) = (record, s.hooks.get_mut(&key.hook_id)) {
@@ -128,7 +165,12 @@ impl HookStore for InMemoryStore {
         queue::release(&mut lock(&self.0).pending, keys, owner);
         Ok(())
     }
-    async fn record(&self, hook: &HookId, session: &SessionId, record: HookRecord) -> Result<(), StoreError> {
+    async fn record(
+        &self,
+        hook: &HookId,
+        session: &SessionId,
+        record: HookRecord,
+    ) -> Result<(), StoreError> {
         if let Some(h) = lock(&self.0).hooks.get_mut(hook) {
             queue::record(h, session, &record);
         }
@@ -140,7 +182,12 @@ impl HookStore for InMemoryStore {
     }
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let s = lock(&self.0);
-        let all: Vec<RunRecord> = s.runs.iter().filter(|r| filter.matches(r)).cloned().collect();
+        let all: Vec<RunRecord> = s
+            .runs
+            .iter()
+            .filter(|r| filter.matches(r))
+            .cloned()
+            .collect();
         let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
         Ok(all.into_iter().skip(skip).collect())
     }
@@ -161,7 +208,10 @@ impl InMemoryMeta {
         lock(&self.transcripts).insert(s.clone(), facts);
     }
     pub fn stamps(&self, s: &SessionId) -> BTreeMap<HookId, Timestamp> {
-        lock(&self.states).get(s).map(|st| st.stamps.clone()).unwrap_or_default()
+        lock(&self.states)
+            .get(s)
+            .map(|st| st.stamps.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -170,7 +220,11 @@ impl SessionMeta for InMemoryMeta {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError> {
         Ok(lock(&self.states).get(session).cloned().unwrap_or_default())
     }
-    async fn remember(&self, session: &SessionId, u: &SessionUpdate) -> Result<SessionState, MetaError> {
+    async fn remember(
+        &self,
+        session: &SessionId,
+        u: &SessionUpdate,
+    ) -> Result<SessionState, MetaError> {
         let mut states = lock(&self.states);
         let st = states.entry(session.clone()).or_default();
         if u.cwd.is_some() {
@@ -190,7 +244,12 @@ impl SessionMeta for InMemoryMeta {
             transcript: lock(&self.transcripts).get(session).cloned(),
         })
     }
-    async fn stamp(&self, session: &SessionId, hook: &HookId, at: Timestamp) -> Result<StampResult, MetaError> {
+    async fn stamp(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        at: Timestamp,
+    ) -> Result<StampResult, MetaError> {
         let mut states = lock(&self.states);
         let st = states.entry(session.clone()).or_default();
         if let Some(prev) = st.stamps.get(hook) {
@@ -218,7 +277,11 @@ impl ScriptedRunner {
         }))
     }
     pub fn answering(outcome: Result<RunOutcome, RunnerError>) -> Arc<Self> {
-        Arc::new(Self { outcome: Mutex::new(outcome), calls: Mutex::default(), count: AtomicUsize::new(0) })
+        Arc::new(Self {
+            outcome: Mutex::new(outcome),
+            calls: Mutex::default(),
+            count: AtomicUsize::new(0),
+        })
     }
     pub fn calls(&self) -> Vec<RunRequest> {
         lock(&self.calls).clone()
@@ -251,12 +314,23 @@ impl StaticPrompts {
 
 #[async_trait]
 impl PromptSource for StaticPrompts {
-    async fn load<'a>(&self, file: &PromptFile, _cwd: Option<&'a str>) -> Result<Prompt, PromptError> {
-        let text = lock(&self.0).get(file.as_str()).cloned().ok_or_else(|| PromptError::NotFound {
+    async fn load<'a>(
+        &self,
+        file: &PromptFile,
+        _cwd: Option<&'a str>,
+    ) -> Result<Prompt, PromptError> {
+        let text =
+            lock(&self.0)
+                .get(file.as_str())
+                .cloned()
+                .ok_or_else(|| PromptError::NotFound {
+                    file: file.to_string(),
+                    looked_in: "memory".to_owned(),
+                })?;
+        parse_prompt(&text).map_err(|error| PromptError::Invalid {
             file: file.to_string(),
-            looked_in: "memory".to_owned(),
-        })?;
-        parse_prompt(&text).map_err(|error| PromptError::Invalid { file: file.to_string(), error })
+            error,
+        })
     }
 }
 

@@ -21,15 +21,34 @@ fn sid(s: &str) -> SessionId {
 fn check_refused<T: std::fmt::Debug>(r: Result<T, ValidationError>, field: &str, rule_part: &str) {
     let e = r.expect_err("should be refused");
     assert_eq!(e.field, field, "{e}");
-    assert!(e.rule.contains(rule_part), "rule {:?} should mention {rule_part:?}", e.rule);
+    assert!(
+        e.rule.contains(rule_part),
+        "rule {:?} should mention {rule_part:?}",
+        e.rule
+    );
 }
 
 #[test]
 fn session_ids() {
-    for ok in ["a", "abc-DEF_123", "1d7339f3-45d6-4b43-8776-a0dfec0d0db9", &"x".repeat(128)] {
+    for ok in [
+        "a",
+        "abc-DEF_123",
+        "1d7339f3-45d6-4b43-8776-a0dfec0d0db9",
+        &"x".repeat(128),
+    ] {
         assert!(SessionId::parse(ok).is_ok(), "{ok} should be accepted");
     }
-    for bad in ["", "-x", "a/b", "../etc", "a b", "ä", "a.b", &"x".repeat(129), "--help"] {
+    for bad in [
+        "",
+        "-x",
+        "a/b",
+        "../etc",
+        "a b",
+        "ä",
+        "a.b",
+        &"x".repeat(129),
+        "--help",
+    ] {
         check_refused(SessionId::parse(bad), "sessionId", "1 to 128");
     }
 }
@@ -47,7 +66,10 @@ fn hook_ids() {
 #[test]
 fn events() {
     assert_eq!(Event::parse("").unwrap(), Event::ConversationDone);
-    assert_eq!(Event::parse(" conversation-done ").unwrap(), Event::ConversationDone);
+    assert_eq!(
+        Event::parse(" conversation-done ").unwrap(),
+        Event::ConversationDone
+    );
     check_refused(Event::parse("commit"), "event", "conversation-done");
 }
 
@@ -72,21 +94,52 @@ fn context_caps() {
 #[test]
 fn prompt_files() {
     let cases = [
-        (".claude/agents/hooks/post-task.md", ".claude/agents/hooks/post-task.md"),
+        (
+            ".claude/agents/hooks/post-task.md",
+            ".claude/agents/hooks/post-task.md",
+        ),
         ("/.claude/agents/hooks/a.md", ".claude/agents/hooks/a.md"),
         ("./.claude/agents/hooks/A.MD", ".claude/agents/hooks/A.MD"),
     ];
     for (input, want) in cases {
         assert_eq!(PromptFile::parse(input).unwrap().as_str(), want);
     }
-    check_refused(PromptFile::parse(".claude/agents/hooks/../x.md"), "promptFile", "'..'");
-    check_refused(PromptFile::parse("../../etc/passwd.md"), "promptFile", "'..'");
-    check_refused(PromptFile::parse(".claude/agents/hooks/a.txt"), "promptFile", ".md");
-    check_refused(PromptFile::parse(".claude/agents/hooks/.md"), "promptFile", ".md");
-    check_refused(PromptFile::parse(".claude/agents/a.md"), "promptFile", "directly in");
-    check_refused(PromptFile::parse(".claude/agents/hooks/sub/a.md"), "promptFile", "directly in");
+    check_refused(
+        PromptFile::parse(".claude/agents/hooks/../x.md"),
+        "promptFile",
+        "'..'",
+    );
+    check_refused(
+        PromptFile::parse("../../etc/passwd.md"),
+        "promptFile",
+        "'..'",
+    );
+    check_refused(
+        PromptFile::parse(".claude/agents/hooks/a.txt"),
+        "promptFile",
+        ".md",
+    );
+    check_refused(
+        PromptFile::parse(".claude/agents/hooks/.md"),
+        "promptFile",
+        ".md",
+    );
+    check_refused(
+        PromptFile::parse(".claude/agents/a.md"),
+        "promptFile",
+        "directly in",
+    );
+    check_refused(
+        PromptFile::parse(".claude/agents/hooks/sub/a.md"),
+        "promptFile",
+        "directly in",
+    );
     check_refused(PromptFile::parse(""), "promptFile", "empty");
-    check_refused(PromptFile::parse(".claude/agents/hooks/a\n.md"), "promptFile", "control");
+    check_refused(
+        PromptFile::parse(".claude/agents/hooks/a\n.md"),
+        "promptFile",
+        "control",
+    );
 }
 
 #[test]
@@ -114,7 +167,12 @@ fn slugs() {
 
 #[test]
 fn statuses_round_trip() {
-    for s in ["ok", "error: boom", "skipped: cron session", "something else"] {
+    for s in [
+        "ok",
+        "error: boom",
+        "skipped: cron session",
+        "something else",
+    ] {
         assert_eq!(Status::parse(s).to_string(), s);
     }
     assert_eq!(Status::parse("error: x"), Status::error("x"));
@@ -132,10 +190,25 @@ fn timestamps() {
         ("2026-12-02T08:17:57", 1_796_199_477),
         ("2026-12-02 08:17:57-00:00", 1_796_199_477),
     ] {
-        assert_eq!(stamp::parse(s).map(|t| t.unix_timestamp()), Some(unix), "{s}");
+        assert_eq!(
+            stamp::parse(s).map(|t| t.unix_timestamp()),
+            Some(unix),
+            "{s}"
+        );
     }
-    assert_eq!(stamp::parse("2026-12-02T08:17:57.250Z").unwrap().millisecond(), 250);
-    for bad in ["", "soon", "2026-13-02T08:17:57Z", "2026-12-02T08:17:57+25:00", "2026-12-02T08:17:57 junk"] {
+    assert_eq!(
+        stamp::parse("2026-12-02T08:17:57.250Z")
+            .unwrap()
+            .millisecond(),
+        250
+    );
+    for bad in [
+        "",
+        "soon",
+        "2026-13-02T08:17:57Z",
+        "2026-12-02T08:17:57+25:00",
+        "2026-12-02T08:17:57 junk",
+    ] {
         assert_eq!(stamp::parse(bad), None, "{bad}");
     }
     let east = t.to_offset(time::UtcOffset::from_hms(5, 30, 0).unwrap());
@@ -154,7 +227,10 @@ fn history_keeps_newest_200() {
     let loaded = History::from_entries(
         (0..205)
             .rev()
-            .map(|i| HistoryEntry { key: stamp::format(t0() + Duration::seconds(i)), session: format!("s{i}") })
+            .map(|i| HistoryEntry {
+                key: stamp::format(t0() + Duration::seconds(i)),
+                session: format!("s{i}"),
+            })
             .collect(),
     );
     assert_eq!(loaded.len(), HISTORY_CAP);
@@ -172,24 +248,65 @@ fn frontmatter_and_options() {
     assert_eq!(p.options.allowed_tools, ["Read", "Bash(git *)"]);
     assert_eq!(
         p.options.to_args(),
-        ["--model", "sonnet", "--permission-mode", "acceptEdits", "--max-turns", "3", "--allowedTools", "Read,Bash(git *)"]
+        [
+            "--model",
+            "sonnet",
+            "--permission-mode",
+            "acceptEdits",
+            "--max-turns",
+            "3",
+            "--allowedTools",
+            "Read,Bash(git *)"
+        ]
     );
-    let inline = parse_prompt("---\ntools: [Read, Grep]\nappend-system-prompt: 'be brief'\n---\nbody").unwrap();
+    let inline =
+        parse_prompt("---\ntools: [Read, Grep]\nappend-system-prompt: 'be brief'\n---\nbody")
+            .unwrap();
     assert_eq!(inline.options.allowed_tools, ["Read", "Grep"]);
-    assert_eq!(inline.options.append_system_prompt.as_deref(), Some("be brief"));
+    assert_eq!(
+        inline.options.append_system_prompt.as_deref(),
+        Some("be brief")
+    );
     let none = parse_prompt("no frontmatter\n---\nhere").unwrap();
-    assert_eq!((none.body.as_str(), none.options), ("no frontmatter\n---\nhere", RunOptions::default()));
+    assert_eq!(
+        (none.body.as_str(), none.options),
+        ("no frontmatter\n---\nhere", RunOptions::default())
+    );
     let unclosed = parse_prompt("---\nmodel: x\nbody").unwrap();
-    assert_eq!(unclosed.options, RunOptions::default(), "an unclosed fence is body");
+    assert_eq!(
+        unclosed.options,
+        RunOptions::default(),
+        "an unclosed fence is body"
+    );
 }
 
 #[test]
 fn flag_like_values_refused() {
-    check_refused(parse_prompt("---\nmodel: --dangerously-skip-permissions\n---\nx"), "model", "'-'");
-    check_refused(parse_prompt("---\nallowed-tools: Read, -x\n---\nx"), "allowed-tools", "'-'");
-    check_refused(parse_prompt("---\npermissionMode: \"-p\"\n---\nx"), "permission-mode", "'-'");
-    check_refused(parse_prompt("---\nmax-turns: 0\n---\nx"), "max-turns", "≥ 1");
-    check_refused(parse_prompt("---\nmax-turns: lots\n---\nx"), "max-turns", "≥ 1");
+    check_refused(
+        parse_prompt("---\nmodel: --dangerously-skip-permissions\n---\nx"),
+        "model",
+        "'-'",
+    );
+    check_refused(
+        parse_prompt("---\nallowed-tools: Read, -x\n---\nx"),
+        "allowed-tools",
+        "'-'",
+    );
+    check_refused(
+        parse_prompt("---\npermissionMode: \"-p\"\n---\nx"),
+        "permission-mode",
+        "'-'",
+    );
+    check_refused(
+        parse_prompt("---\nmax-turns: 0\n---\nx"),
+        "max-turns",
+        "≥ 1",
+    );
+    check_refused(
+        parse_prompt("---\nmax-turns: lots\n---\nx"),
+        "max-turns",
+        "≥ 1",
+    );
     check_refused(parse_prompt("---\nname: a\n---\n  \n"), "prompt", "no body");
 }
 
@@ -206,7 +323,10 @@ fn markers() {
 #[test]
 fn subagent_paths() {
     for (p, want) in [
-        ("/h/.claude/projects/-x/abc/subagents/agent-a2271d1.jsonl", true),
+        (
+            "/h/.claude/projects/-x/abc/subagents/agent-a2271d1.jsonl",
+            true,
+        ),
         ("/h/.claude/projects/-x/agent-3ea04571.jsonl", true),
         ("/h/.claude/projects/-x/abc.jsonl", false),
         ("/h/.claude/projects/-x/subagents/x.jsonl", true),
@@ -235,23 +355,119 @@ fn pending(retries: u32) -> PendingEntry {
 fn enqueue_decision_table() {
     let now = t0();
     let base = hook();
-    let disabled = Hook { enabled: false, ..base.clone() };
-    let lax = Hook { skip_cron: false, skip_subagents: false, ..base.clone() };
-    type Row<'a> = (&'a str, &'a Hook, Option<OffsetDateTime>, Origin, bool, bool, EnqueueDecision);
-    let queue = EnqueueDecision::Queue { due_at: now + Duration::seconds(10) };
+    let disabled = Hook {
+        enabled: false,
+        ..base.clone()
+    };
+    let lax = Hook {
+        skip_cron: false,
+        skip_subagents: false,
+        ..base.clone()
+    };
+    type Row<'a> = (
+        &'a str,
+        &'a Hook,
+        Option<OffsetDateTime>,
+        Origin,
+        bool,
+        bool,
+        EnqueueDecision,
+    );
+    let queue = EnqueueDecision::Queue {
+        due_at: now + Duration::seconds(10),
+    };
     let rows: Vec<Row> = vec![
-        ("queues", &base, None, Origin::Interactive, false, false, queue.clone()),
-        ("disabled", &disabled, None, Origin::Interactive, false, false, EnqueueDecision::Skip(SkipReason::Disabled)),
-        ("loop guard", &base, Some(now), Origin::Interactive, false, false, EnqueueDecision::Skip(SkipReason::AlreadyRan { at: now })),
-        ("cron", &base, None, Origin::Cron, false, false, EnqueueDecision::Skip(SkipReason::CronSession)),
-        ("cron allowed", &lax, None, Origin::Cron, false, false, queue.clone()),
-        ("subagent", &base, None, Origin::Interactive, true, false, EnqueueDecision::Skip(SkipReason::Subagent)),
-        ("subagent allowed", &lax, None, Origin::Interactive, true, false, queue.clone()),
-        ("pending", &base, None, Origin::Interactive, false, true, EnqueueDecision::Skip(SkipReason::AlreadyPending)),
-        ("disabled beats stamp", &disabled, Some(now), Origin::Cron, true, true, EnqueueDecision::Skip(SkipReason::Disabled)),
+        (
+            "queues",
+            &base,
+            None,
+            Origin::Interactive,
+            false,
+            false,
+            queue.clone(),
+        ),
+        (
+            "disabled",
+            &disabled,
+            None,
+            Origin::Interactive,
+            false,
+            false,
+            EnqueueDecision::Skip(SkipReason::Disabled),
+        ),
+        (
+            "loop guard",
+            &base,
+            Some(now),
+            Origin::Interactive,
+            false,
+            false,
+            EnqueueDecision::Skip(SkipReason::AlreadyRan { at: now }),
+        ),
+        (
+            "cron",
+            &base,
+            None,
+            Origin::Cron,
+            false,
+            false,
+            EnqueueDecision::Skip(SkipReason::CronSession),
+        ),
+        (
+            "cron allowed",
+            &lax,
+            None,
+            Origin::Cron,
+            false,
+            false,
+            queue.clone(),
+        ),
+        (
+            "subagent",
+            &base,
+            None,
+            Origin::Interactive,
+            true,
+            false,
+            EnqueueDecision::Skip(SkipReason::Subagent),
+        ),
+        (
+            "subagent allowed",
+            &lax,
+            None,
+            Origin::Interactive,
+            true,
+            false,
+            queue.clone(),
+        ),
+        (
+            "pending",
+            &base,
+            None,
+            Origin::Interactive,
+            false,
+            true,
+            EnqueueDecision::Skip(SkipReason::AlreadyPending),
+        ),
+        (
+            "disabled beats stamp",
+            &disabled,
+            Some(now),
+            Origin::Cron,
+            true,
+            true,
+            EnqueueDecision::Skip(SkipReason::Disabled),
+        ),
     ];
     for (name, hook, stamp, origin, subagent, already_pending, want) in rows {
-        let got = decide_enqueue(EnqueueInput { hook, stamp, origin, subagent, already_pending, now });
+        let got = decide_enqueue(EnqueueInput {
+            hook,
+            stamp,
+            origin,
+            subagent,
+            already_pending,
+            now,
+        });
         assert_eq!(got, want, "{name}");
     }
 }
@@ -272,50 +488,245 @@ fn fire_decision_table() {
     let now = t0();
     let policy = Policy::default();
     let base = hook();
-    let disabled = Hook { enabled: false, ..base.clone() };
-    let no_cap = Hook { max_context: ContextCap::NONE, ..base.clone() };
-    let quiet = SessionFacts { state: SessionState::default(), transcript: Some(transcript(60, Some(1000), false)) };
+    let disabled = Hook {
+        enabled: false,
+        ..base.clone()
+    };
+    let no_cap = Hook {
+        max_context: ContextCap::NONE,
+        ..base.clone()
+    };
+    let quiet = SessionFacts {
+        state: SessionState::default(),
+        transcript: Some(transcript(60, Some(1000), false)),
+    };
     let stamped = SessionFacts {
-        state: SessionState { stamps: [(post_task_id(), now)].into(), ..Default::default() },
+        state: SessionState {
+            stamps: [(post_task_id(), now)].into(),
+            ..Default::default()
+        },
         ..quiet.clone()
     };
-    let active = SessionFacts { transcript: Some(transcript(2, Some(1000), false)), ..quiet.clone() };
-    let missing = SessionFacts { transcript: None, ..quiet.clone() };
-    let sub = SessionFacts { transcript: Some(transcript(60, Some(1000), true)), ..quiet.clone() };
-    let cron = SessionFacts { state: SessionState { origin: Some(Origin::Cron), ..Default::default() }, ..quiet.clone() };
-    let big = SessionFacts { transcript: Some(transcript(60, Some(123_400), false)), ..quiet.clone() };
-    let at_cap = SessionFacts { transcript: Some(transcript(60, Some(60_000), false)), ..quiet.clone() };
+    let active = SessionFacts {
+        transcript: Some(transcript(2, Some(1000), false)),
+        ..quiet.clone()
+    };
+    let missing = SessionFacts {
+        transcript: None,
+        ..quiet.clone()
+    };
+    let sub = SessionFacts {
+        transcript: Some(transcript(60, Some(1000), true)),
+        ..quiet.clone()
+    };
+    let cron = SessionFacts {
+        state: SessionState {
+            origin: Some(Origin::Cron),
+            ..Default::default()
+        },
+        ..quiet.clone()
+    };
+    let big = SessionFacts {
+        transcript: Some(transcript(60, Some(123_400), false)),
+        ..quiet.clone()
+    };
+    let at_cap = SessionFacts {
+        transcript: Some(transcript(60, Some(60_000), false)),
+        ..quiet.clone()
+    };
     let no_cwd = SessionFacts {
-        transcript: Some(TranscriptFacts { cwd: None, ..transcript(60, Some(1), false) }),
+        transcript: Some(TranscriptFacts {
+            cwd: None,
+            ..transcript(60, Some(1), false)
+        }),
         ..quiet.clone()
     };
-    let stamped_missing = SessionFacts { transcript: None, ..stamped.clone() };
-    let retry = |why| FireDecision::Retry { due_at: now + Duration::seconds(60), retries: 4, why };
+    let stamped_missing = SessionFacts {
+        transcript: None,
+        ..stamped.clone()
+    };
+    let retry = |why| FireDecision::Retry {
+        due_at: now + Duration::seconds(60),
+        retries: 4,
+        why,
+    };
     let skipped = |s: &str| FireDecision::Finish(Status::skipped(s));
-    type Row<'a> = (&'a str, Option<&'a Hook>, &'a SessionFacts, u32, bool, Option<&'a str>, FireDecision);
+    type Row<'a> = (
+        &'a str,
+        Option<&'a Hook>,
+        &'a SessionFacts,
+        u32,
+        bool,
+        Option<&'a str>,
+        FireDecision,
+    );
     let rows: Vec<Row> = vec![
-        ("fires", Some(&base), &quiet, 0, false, None, FireDecision::Fire),
+        (
+            "fires",
+            Some(&base),
+            &quiet,
+            0,
+            false,
+            None,
+            FireDecision::Fire,
+        ),
         ("deleted", None, &quiet, 0, false, None, FireDecision::Drop),
-        ("disabled", Some(&disabled), &quiet, 0, false, None, FireDecision::Drop),
-        ("stamped", Some(&base), &stamped, 0, false, None, skipped("already ran for this session at 2026-11-30T00:53:20+0000")),
-        ("active", Some(&base), &active, 3, false, None, retry(NotReady::Active)),
-        ("running", Some(&base), &quiet, 3, true, None, retry(NotReady::RunInProgress)),
-        ("no transcript", Some(&base), &missing, 3, false, None, retry(NotReady::TranscriptNotFound)),
-        ("active, out of retries", Some(&base), &active, 10, false, None, skipped("conversation still active after 10 retries")),
-        ("missing, out of retries", Some(&base), &missing, 10, false, None, skipped("transcript not found after 10 retries")),
-        ("subagent", Some(&base), &sub, 0, false, None, skipped("subagent conversation")),
-        ("cron", Some(&base), &cron, 0, false, None, skipped("cron session")),
-        ("over the cap", Some(&base), &big, 0, false, None, skipped("context 124k over the 60k cap")),
-        ("at the cap", Some(&base), &at_cap, 0, false, None, FireDecision::Fire),
-        ("no cap", Some(&no_cap), &big, 0, false, None, FireDecision::Fire),
-        ("prompt missing", Some(&base), &quiet, 0, false, Some("prompt file x not found"), FireDecision::Finish(Status::error("prompt file x not found"))),
-        ("cwd unknown", Some(&base), &no_cwd, 0, false, None, FireDecision::Finish(Status::error("the session's working directory is unknown"))),
-        ("deleted beats everything", None, &active, 10, true, Some("x"), FireDecision::Drop),
-        ("stamp beats not-ready", Some(&base), &stamped_missing, 0, false, None, skipped("already ran for this session at 2026-11-30T00:53:20+0000")),
+        (
+            "disabled",
+            Some(&disabled),
+            &quiet,
+            0,
+            false,
+            None,
+            FireDecision::Drop,
+        ),
+        (
+            "stamped",
+            Some(&base),
+            &stamped,
+            0,
+            false,
+            None,
+            skipped("already ran for this session at 2026-11-30T00:53:20+0000"),
+        ),
+        (
+            "active",
+            Some(&base),
+            &active,
+            3,
+            false,
+            None,
+            retry(NotReady::Active),
+        ),
+        (
+            "running",
+            Some(&base),
+            &quiet,
+            3,
+            true,
+            None,
+            retry(NotReady::RunInProgress),
+        ),
+        (
+            "no transcript",
+            Some(&base),
+            &missing,
+            3,
+            false,
+            None,
+            retry(NotReady::TranscriptNotFound),
+        ),
+        (
+            "active, out of retries",
+            Some(&base),
+            &active,
+            10,
+            false,
+            None,
+            skipped("conversation still active after 10 retries"),
+        ),
+        (
+            "missing, out of retries",
+            Some(&base),
+            &missing,
+            10,
+            false,
+            None,
+            skipped("transcript not found after 10 retries"),
+        ),
+        (
+            "subagent",
+            Some(&base),
+            &sub,
+            0,
+            false,
+            None,
+            skipped("subagent conversation"),
+        ),
+        (
+            "cron",
+            Some(&base),
+            &cron,
+            0,
+            false,
+            None,
+            skipped("cron session"),
+        ),
+        (
+            "over the cap",
+            Some(&base),
+            &big,
+            0,
+            false,
+            None,
+            skipped("context 124k over the 60k cap"),
+        ),
+        (
+            "at the cap",
+            Some(&base),
+            &at_cap,
+            0,
+            false,
+            None,
+            FireDecision::Fire,
+        ),
+        (
+            "no cap",
+            Some(&no_cap),
+            &big,
+            0,
+            false,
+            None,
+            FireDecision::Fire,
+        ),
+        (
+            "prompt missing",
+            Some(&base),
+            &quiet,
+            0,
+            false,
+            Some("prompt file x not found"),
+            FireDecision::Finish(Status::error("prompt file x not found")),
+        ),
+        (
+            "cwd unknown",
+            Some(&base),
+            &no_cwd,
+            0,
+            false,
+            None,
+            FireDecision::Finish(Status::error("the session's working directory is unknown")),
+        ),
+        (
+            "deleted beats everything",
+            None,
+            &active,
+            10,
+            true,
+            Some("x"),
+            FireDecision::Drop,
+        ),
+        (
+            "stamp beats not-ready",
+            Some(&base),
+            &stamped_missing,
+            0,
+            false,
+            None,
+            skipped("already ran for this session at 2026-11-30T00:53:20+0000"),
+        ),
     ];
     for (name, hook, facts, retries, run_in_progress, prompt_error, want) in rows {
         let entry = pending(retries);
-        let got = decide_fire(FireInput { hook, entry: &entry, facts, run_in_progress, prompt_error, now, policy });
+        let got = decide_fire(FireInput {
+            hook,
+            entry: &entry,
+            facts,
+            run_in_progress,
+            prompt_error,
+            now,
+            policy,
+        });
         assert_eq!(got, want, "{name}");
     }
 }
@@ -329,8 +740,18 @@ fn retries_run_out_after_ten() {
     let mut now = t0();
     let mut retries_seen = 0;
     loop {
-        match decide_fire(FireInput { hook: Some(&base), entry: &entry, facts: &facts, run_in_progress: false, prompt_error: None, now, policy }) {
-            FireDecision::Retry { due_at, retries, .. } => {
+        match decide_fire(FireInput {
+            hook: Some(&base),
+            entry: &entry,
+            facts: &facts,
+            run_in_progress: false,
+            prompt_error: None,
+            now,
+            policy,
+        }) {
+            FireDecision::Retry {
+                due_at, retries, ..
+            } => {
                 assert_eq!(due_at, now + Duration::seconds(60));
                 entry.retries = retries;
                 now = due_at;
@@ -350,9 +771,19 @@ fn retries_run_out_after_ten() {
 #[test]
 fn queue_next_wake() {
     let mut p = vec![pending(0)];
-    assert_eq!(queue::next_wake(&p, t0() - Duration::seconds(5)), Some(t0()));
-    p[0].claim = Some(Claim { owner: "x".into(), expires_at: t0() + Duration::seconds(30) });
-    assert_eq!(queue::next_wake(&p, t0()), Some(t0() + Duration::seconds(30)), "a claimed entry wakes at its expiry");
+    assert_eq!(
+        queue::next_wake(&p, t0() - Duration::seconds(5)),
+        Some(t0())
+    );
+    p[0].claim = Some(Claim {
+        owner: "x".into(),
+        expires_at: t0() + Duration::seconds(30),
+    });
+    assert_eq!(
+        queue::next_wake(&p, t0()),
+        Some(t0() + Duration::seconds(30)),
+        "a claimed entry wakes at its expiry"
+    );
     assert_eq!(queue::next_wake(&[], t0()), None);
 }
 
@@ -371,7 +802,10 @@ struct World {
     service: Service,
 }
 
-fn world_with(store: Arc<dyn HookStore>, runner: Arc<ScriptedRunner>) -> (Arc<InMemoryMeta>, Arc<ManualClock>, Service) {
+fn world_with(
+    store: Arc<dyn HookStore>,
+    runner: Arc<ScriptedRunner>,
+) -> (Arc<InMemoryMeta>, Arc<ManualClock>, Service) {
     let meta = InMemoryMeta::new();
     let clock = ManualClock::new(t0());
     let ports = Ports {
@@ -388,14 +822,24 @@ fn world() -> World {
     let store = InMemoryStore::seeded(t0());
     let runner = ScriptedRunner::ok();
     let (meta, clock, service) = world_with(store.clone(), runner.clone());
-    World { store, meta, runner, clock, service }
+    World {
+        store,
+        meta,
+        runner,
+        clock,
+        service,
+    }
 }
 
 fn done_event(s: &str) -> NotifyEvent {
     NotifyEvent {
         session: sid(s),
         event: Event::ConversationDone,
-        update: SessionUpdate { cwd: Some("/work".into()), transcript_path: Some(format!("/p/{s}.jsonl")), origin: None },
+        update: SessionUpdate {
+            cwd: Some("/work".into()),
+            transcript_path: Some(format!("/p/{s}.jsonl")),
+            origin: None,
+        },
         subagent: false,
     }
 }
@@ -412,23 +856,57 @@ async fn fire_all(w: &World) -> Vec<FireReport> {
 async fn follow_up_fires_once_and_never_queues_itself_again() {
     let w = world();
     let r = w.service.notify(&done_event("s1")).await.unwrap();
-    assert_eq!(r, [NotifyReport { hook_id: post_task_id(), outcome: NotifyOutcome::Queued { due_at: t0() + Duration::seconds(10) } }]);
-    assert!(fire_all(&w).await.is_empty(), "nothing is due before the delay");
-    w.meta.set_transcript(&sid("s1"), transcript(0, Some(1000), false));
+    assert_eq!(
+        r,
+        [NotifyReport {
+            hook_id: post_task_id(),
+            outcome: NotifyOutcome::Queued {
+                due_at: t0() + Duration::seconds(10)
+            }
+        }]
+    );
+    assert!(
+        fire_all(&w).await.is_empty(),
+        "nothing is due before the delay"
+    );
+    w.meta
+        .set_transcript(&sid("s1"), transcript(0, Some(1000), false));
     w.clock.advance(Duration::seconds(10));
     let fired = fire_all(&w).await;
-    assert!(matches!(&fired[..], [FireReport { action: FireAction::Ran(_), .. }]), "{fired:?}");
+    assert!(
+        matches!(
+            &fired[..],
+            [FireReport {
+                action: FireAction::Ran(_),
+                ..
+            }]
+        ),
+        "{fired:?}"
+    );
     assert_eq!(w.runner.count(), 1);
     let call = &w.runner.calls()[0];
-    assert_eq!((call.cwd.as_str(), call.prompt.body.as_str()), ("/work", "Tidy up, then say COMPLETED."));
+    assert_eq!(
+        (call.cwd.as_str(), call.prompt.body.as_str()),
+        ("/work", "Tidy up, then say COMPLETED.")
+    );
     let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
     assert_eq!(hook.last_status, Some(Status::Ok));
     assert_eq!(hook.history.entries()[0].session, "s1");
-    assert_eq!(w.store.runs(&RunFilter::default()).await.unwrap().len(), 1, "the run is logged");
+    assert_eq!(
+        w.store.runs(&RunFilter::default()).await.unwrap().len(),
+        1,
+        "the run is logged"
+    );
     assert!(w.store.snapshot().await.unwrap().pending.is_empty());
     // The follow-up's own Stop: the loop guard refuses to queue again.
     let again = w.service.notify(&done_event("s1")).await.unwrap();
-    assert!(matches!(again[0].outcome, NotifyOutcome::Skipped(SkipReason::AlreadyRan { .. })), "{again:?}");
+    assert!(
+        matches!(
+            again[0].outcome,
+            NotifyOutcome::Skipped(SkipReason::AlreadyRan { .. })
+        ),
+        "{again:?}"
+    );
     w.clock.advance(Duration::hours(1));
     assert!(fire_all(&w).await.is_empty());
     assert_eq!(w.runner.count(), 1, "never fired twice");
@@ -439,25 +917,46 @@ async fn active_conversation_is_retried_not_fired() {
     let w = world();
     w.service.notify(&done_event("s1")).await.unwrap();
     w.clock.advance(Duration::seconds(10));
-    w.meta.set_transcript(&sid("s1"), transcript(-8, Some(1000), false)); // changed 2 s before `now`
+    w.meta
+        .set_transcript(&sid("s1"), transcript(-8, Some(1000), false)); // changed 2 s before `now`
     let r = fire_all(&w).await;
-    assert!(matches!(r[0].action, FireAction::Retried { retries: 1, why: NotReady::Active, .. }), "{r:?}");
+    assert!(
+        matches!(
+            r[0].action,
+            FireAction::Retried {
+                retries: 1,
+                why: NotReady::Active,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
     assert_eq!(w.runner.count(), 0);
     let p = &w.store.snapshot().await.unwrap().pending[0];
-    assert_eq!((p.retries, p.claim.clone(), p.due_at.clone()), (1, None, DueAt::At(t0() + Duration::seconds(70))));
+    assert_eq!(
+        (p.retries, p.claim.clone(), p.due_at.clone()),
+        (1, None, DueAt::At(t0() + Duration::seconds(70)))
+    );
 }
 
 #[tokio::test]
 async fn skips_are_recorded_without_running() {
     let w = world();
     w.service.notify(&done_event("s1")).await.unwrap();
-    w.meta.set_transcript(&sid("s1"), transcript(100, Some(70_000), false));
+    w.meta
+        .set_transcript(&sid("s1"), transcript(100, Some(70_000), false));
     w.clock.advance(Duration::seconds(10));
     let r = fire_all(&w).await;
-    assert_eq!(r[0].action, FireAction::Finished(Status::skipped("context 70k over the 60k cap")));
+    assert_eq!(
+        r[0].action,
+        FireAction::Finished(Status::skipped("context 70k over the 60k cap"))
+    );
     assert_eq!(w.runner.count(), 0);
     let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
-    assert_eq!(hook.last_status, Some(Status::skipped("context 70k over the 60k cap")));
+    assert_eq!(
+        hook.last_status,
+        Some(Status::skipped("context 70k over the 60k cap"))
+    );
     assert!(hook.history.is_empty(), "history holds firings only");
 }
 
@@ -467,15 +966,31 @@ async fn disabled_and_deleted_hooks() {
     w.service.set_enabled(&post_task_id(), false).await.unwrap();
     let r = w.service.notify(&done_event("s1")).await.unwrap();
     assert_eq!(r[0].outcome, NotifyOutcome::Skipped(SkipReason::Disabled));
-    assert!(w.store.snapshot().await.unwrap().pending.is_empty(), "a disabled hook queues nothing");
+    assert!(
+        w.store.snapshot().await.unwrap().pending.is_empty(),
+        "a disabled hook queues nothing"
+    );
     w.service.set_enabled(&post_task_id(), true).await.unwrap();
     w.service.notify(&done_event("s1")).await.unwrap();
     w.service.set_enabled(&post_task_id(), false).await.unwrap();
     w.clock.advance(Duration::seconds(10));
-    w.meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    w.meta
+        .set_transcript(&sid("s1"), transcript(100, Some(1), false));
     let r = fire_all(&w).await;
-    assert_eq!(r[0].action, FireAction::Dropped, "disabled while queued: dropped silently");
-    assert_eq!(w.store.get_hook(&post_task_id()).await.unwrap().unwrap().last_status, None);
+    assert_eq!(
+        r[0].action,
+        FireAction::Dropped,
+        "disabled while queued: dropped silently"
+    );
+    assert_eq!(
+        w.store
+            .get_hook(&post_task_id())
+            .await
+            .unwrap()
+            .unwrap()
+            .last_status,
+        None
+    );
     assert_eq!(w.runner.count(), 0);
 }
 
@@ -484,20 +999,30 @@ async fn a_lost_stamp_means_no_run() {
     let w = world();
     w.service.notify(&done_event("s1")).await.unwrap();
     w.clock.advance(Duration::seconds(10));
-    w.meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    w.meta
+        .set_transcript(&sid("s1"), transcript(100, Some(1), false));
     let claimed = w.service.claim(10).await.unwrap();
     // Another process stamps between our decision and our stamp.
-    w.meta.stamp(&sid("s1"), &post_task_id(), t0()).await.unwrap();
+    w.meta
+        .stamp(&sid("s1"), &post_task_id(), t0())
+        .await
+        .unwrap();
     // The fresh facts now show the stamp, so the decision itself refuses.
     let r = w.service.fire(&claimed[0]).await.unwrap();
-    assert!(matches!(r.action, FireAction::Finished(Status::Skipped(_))), "{r:?}");
+    assert!(
+        matches!(r.action, FireAction::Finished(Status::Skipped(_))),
+        "{r:?}"
+    );
     assert_eq!(w.runner.count(), 0);
 }
 
 #[tokio::test]
 async fn runner_failure_is_recorded_as_error() {
     let store = InMemoryStore::seeded(t0());
-    let runner = ScriptedRunner::answering(Err(RunnerError::Spawn { program: "claude".into(), message: "not found".into() }));
+    let runner = ScriptedRunner::answering(Err(RunnerError::Spawn {
+        program: "claude".into(),
+        message: "not found".into(),
+    }));
     let (meta, clock, service) = world_with(store.clone(), runner.clone());
     service.notify(&done_event("s1")).await.unwrap();
     clock.advance(Duration::seconds(10));
@@ -505,18 +1030,30 @@ async fn runner_failure_is_recorded_as_error() {
     let e = service.claim(1).await.unwrap();
     service.fire(&e[0]).await.unwrap();
     let hook = store.get_hook(&post_task_id()).await.unwrap().unwrap();
-    assert_eq!(hook.last_status, Some(Status::error("could not start claude: not found")));
-    assert_eq!(meta.stamps(&sid("s1")).len(), 1, "the stamp stays: at most once");
+    assert_eq!(
+        hook.last_status,
+        Some(Status::error("could not start claude: not found"))
+    );
+    assert_eq!(
+        meta.stamps(&sid("s1")).len(),
+        1,
+        "the stamp stays: at most once"
+    );
 }
 
 #[tokio::test]
 async fn a_store_failure_surfaces_and_nothing_runs() {
     let mut store = MockHookStore::new();
-    store.expect_snapshot().returning(|| Err(StoreError::Io("disk on fire".into())));
+    store
+        .expect_snapshot()
+        .returning(|| Err(StoreError::Io("disk on fire".into())));
     store.expect_enqueue().never();
     let (_, _, service) = world_with(Arc::new(store), ScriptedRunner::ok());
     let e = service.notify(&done_event("s1")).await.unwrap_err();
-    assert_eq!(e, ServiceError::Store(StoreError::Io("disk on fire".into())));
+    assert_eq!(
+        e,
+        ServiceError::Store(StoreError::Io("disk on fire".into()))
+    );
 }
 
 #[tokio::test]
@@ -526,10 +1063,18 @@ async fn a_fenced_complete_still_records_the_run() {
     let e2 = entry.clone();
     store.expect_get_hook().returning(|_| Ok(Some(hook())));
     store.expect_append_run().times(1).returning(|_| Ok(()));
-    store.expect_complete().times(1).returning(move |_, _, _| Err(StoreError::Fenced(e2.key())));
+    store
+        .expect_complete()
+        .times(1)
+        .returning(move |_, _, _| Err(StoreError::Fenced(e2.key())));
     store
         .expect_record()
-        .withf(|h, s, r| *h == post_task_id() && s.as_str() == "s1" && r.status == Status::Ok && r.fired_at.is_some())
+        .withf(|h, s, r| {
+            *h == post_task_id()
+                && s.as_str() == "s1"
+                && r.status == Status::Ok
+                && r.fired_at.is_some()
+        })
         .times(1)
         .returning(|_, _, _| Ok(()));
     let runner = ScriptedRunner::ok();
@@ -543,7 +1088,8 @@ async fn a_fenced_complete_still_records_the_run() {
 #[tokio::test]
 async fn a_meta_failure_stops_the_fire_before_running() {
     let mut meta = MockSessionMeta::new();
-    meta.expect_facts().returning(|_| Err(MetaError::Io("gone".into())));
+    meta.expect_facts()
+        .returning(|_| Err(MetaError::Io("gone".into())));
     meta.expect_stamp().never();
     let mut runner = MockRunner::new();
     runner.expect_run().never();
@@ -556,7 +1102,10 @@ async fn a_meta_failure_stops_the_fire_before_running() {
         clock: ManualClock::new(t0()),
     };
     let service = Service::new(ports, Config::new("me"));
-    assert!(matches!(service.fire(&pending(0)).await, Err(ServiceError::Meta(_))));
+    assert!(matches!(
+        service.fire(&pending(0)).await,
+        Err(ServiceError::Meta(_))
+    ));
 }
 
 #[tokio::test]
@@ -569,11 +1118,33 @@ async fn notify_reports_every_hook() {
     let mut ev = done_event("cronny");
     ev.update.origin = Some(Origin::Cron);
     let r = w.service.notify(&ev).await.unwrap();
-    let got: Vec<_> = r.iter().map(|r| (r.hook_id.as_str(), matches!(r.outcome, NotifyOutcome::Queued { .. }))).collect();
+    let got: Vec<_> = r
+        .iter()
+        .map(|r| {
+            (
+                r.hook_id.as_str(),
+                matches!(r.outcome, NotifyOutcome::Queued { .. }),
+            )
+        })
+        .collect();
     assert_eq!(got, [("other", true), ("post-task", false)]);
     let again = w.service.notify(&ev).await.unwrap();
-    assert!(again.iter().all(|r| matches!(r.outcome, NotifyOutcome::Skipped(_))), "{again:?}");
-    let sub = NotifyEvent { subagent: true, ..done_event("sub1") };
+    assert!(
+        again
+            .iter()
+            .all(|r| matches!(r.outcome, NotifyOutcome::Skipped(_))),
+        "{again:?}"
+    );
+    let sub = NotifyEvent {
+        subagent: true,
+        ..done_event("sub1")
+    };
     let r = w.service.notify(&sub).await.unwrap();
-    assert_eq!(r.iter().find(|r| r.hook_id == post_task_id()).unwrap().outcome, NotifyOutcome::Skipped(SkipReason::Subagent));
+    assert_eq!(
+        r.iter()
+            .find(|r| r.hook_id == post_task_id())
+            .unwrap()
+            .outcome,
+        NotifyOutcome::Skipped(SkipReason::Subagent)
+    );
 }

@@ -1,1 +1,490 @@
-//! hooks-store-json
+//! The hook store on one JSON file, `<data-dir>/hooks.json`, in the original module's
+//! format, plus the append-only run log `<data-dir>/runs.jsonl`.
+//!
+//! Every change takes an exclusive lock on the stable file `hooks.lock`, reads the store
+//! fresh, applies the change with the core's queue rules, writes a temp file with a unique
+//! name in the same folder, fsyncs it, keeps the current file as `hooks.json.bak`, renames
+//! the temp file over `hooks.json` and fsyncs the folder. Readers never see a half-written
+//! file and nothing is cached between operations, so several processes can share the
+//! folder. A file that does not parse is an error naming the file and position; it is
+//! never treated as empty and never overwritten.
+
+mod dto;
+mod fsutil;
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use hooks_core::ports::*;
+use hooks_core::stamp::Timestamp;
+use hooks_core::*;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use time::Duration;
+
+pub use dto::FileDto;
+use dto::{HookDto, PendingDto, RunDto};
+use fsutil::{DirLock, create_dir_private, io_err};
+
+/// The store file's name in the data folder.
+pub const STORE_FILE: &str = "hooks.json";
+/// The last good copy of the store file.
+pub const BACKUP_FILE: &str = "hooks.json.bak";
+/// The lock file every change holds.
+pub const LOCK_FILE: &str = "hooks.lock";
+/// The run log.
+pub const RUNS_FILE: &str = "runs.jsonl";
+const TEMP_PREFIX: &str = "hooks.json.tmp.";
+
+/// The JSON-file hook store.
+#[derive(Debug, Clone)]
+pub struct JsonStore {
+    dir: PathBuf,
+    path: PathBuf,
+}
+
+/// The store as read for one operation.
+struct State {
+    file: FileDto,
+    pending: Vec<PendingEntry>,
+    /// Unknown fields of each valid pending entry, by key.
+    pending_extra: HashMap<EntryKey, Map<String, Value>>,
+    /// Pending entries that do not validate: kept as they are, never claimed.
+    invalid: Vec<Box<RawValue>>,
+}
+
+impl State {
+    fn hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError> {
+        match self.file.hooks.get(id.as_str()) {
+            None => Ok(None),
+            Some(d) => d
+                .to_hook(id.as_str())
+                .map(Some)
+                .map_err(|e| invalid_hook(id.as_str(), &e)),
+        }
+    }
+
+    fn put_hook(&mut self, hook: &Hook) {
+        match self.file.hooks.get_mut(hook.id.as_str()) {
+            Some(d) => d.update_from(hook),
+            None => {
+                self.file
+                    .hooks
+                    .insert(hook.id.to_string(), HookDto::from_hook(hook));
+            }
+        }
+    }
+
+    fn into_file(mut self) -> FileDto {
+        let mut out: Vec<Box<RawValue>> =
+            Vec::with_capacity(self.pending.len() + self.invalid.len());
+        for e in &self.pending {
+            let extra = self.pending_extra.remove(&e.key()).unwrap_or_default();
+            if let Ok(raw) = serde_json::value::to_raw_value(&PendingDto::from_entry(e, extra)) {
+                out.push(raw);
+            }
+        }
+        out.append(&mut self.invalid);
+        self.file.pending = out;
+        self.file
+    }
+}
+
+fn invalid_hook(key: &str, e: &ValidationError) -> StoreError {
+    StoreError::Corrupt(format!("{STORE_FILE}: hook {key:?}: {e}"))
+}
+
+impl JsonStore {
+    /// Opens the store in `dir`, creating the folder (`0700`) and seeding the file with the
+    /// `post-task` hook when it does not exist yet. Stray temp files of writers that died
+    /// are removed.
+    pub fn open(dir: &Path, now: Timestamp) -> Result<Self, StoreError> {
+        create_dir_private(dir).map_err(|e| io_err(dir, "create the data folder", &e))?;
+        let store = Self {
+            dir: dir.to_owned(),
+            path: dir.join(STORE_FILE),
+        };
+        if !store.path.exists() || store.has_stray_temps() {
+            let _lock = store.lock()?;
+            store.remove_stray_temps();
+            if !store.path.exists() {
+                let mut file = FileDto::default();
+                let hook = HookSpec::post_task().into_hook(post_task_id(), now);
+                file.hooks
+                    .insert(hook.id.to_string(), HookDto::from_hook(&hook));
+                store.write(&file)?;
+            }
+        }
+        Ok(store)
+    }
+
+    /// Opens an existing store without creating or seeding anything.
+    pub fn open_existing(dir: &Path) -> Result<Self, StoreError> {
+        let store = Self {
+            dir: dir.to_owned(),
+            path: dir.join(STORE_FILE),
+        };
+        if !store.path.exists() {
+            return Err(StoreError::Io(format!(
+                "{} does not exist (run `hooks-app init`)",
+                store.path.display()
+            )));
+        }
+        Ok(store)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn lock(&self) -> Result<DirLock, StoreError> {
+        DirLock::acquire(&self.dir.join(LOCK_FILE))
+            .map_err(|e| io_err(&self.dir.join(LOCK_FILE), "lock", &e))
+    }
+
+    fn has_stray_temps(&self) -> bool {
+        fs::read_dir(&self.dir).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with(TEMP_PREFIX))
+        })
+    }
+
+    /// Under the lock no writer is between its temp write and its rename, so every temp
+    /// file is a dead writer's.
+    fn remove_stray_temps(&self) {
+        if let Ok(rd) = fs::read_dir(&self.dir) {
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                    let _ = fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+
+    /// Reads and parses the store file.
+    pub fn read_file(&self) -> Result<FileDto, StoreError> {
+        let bytes = fs::read(&self.path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => StoreError::Io(format!(
+                "{} does not exist (run `hooks-app init`)",
+                self.path.display()
+            )),
+            _ => io_err(&self.path, "read", &e),
+        })?;
+        let mut file: FileDto = serde_json::from_slice(&bytes).map_err(|e| {
+            StoreError::Corrupt(format!(
+                "{}: not a valid store file at line {}, column {}: {e} (the last good copy is {BACKUP_FILE}; the file was left as it is)",
+                self.path.display(),
+                e.line(),
+                e.column()
+            ))
+        })?;
+        for (key, hook) in file.hooks.iter_mut() {
+            hook.migrate().map_err(|e| invalid_hook(key, &e))?;
+        }
+        Ok(file)
+    }
+
+    fn read_state(&self) -> Result<State, StoreError> {
+        let file = self.read_file()?;
+        let mut file = file;
+        let raw = std::mem::take(&mut file.pending);
+        let mut pending = Vec::with_capacity(raw.len());
+        let mut seen = HashSet::with_capacity(raw.len());
+        let mut pending_extra = HashMap::new();
+        let mut invalid = Vec::new();
+        for v in raw {
+            let parsed = serde_json::from_str::<PendingDto>(v.get())
+                .ok()
+                .and_then(|d| d.to_entry().ok().map(|e| (e, d.extra)));
+            match parsed {
+                // A second entry for the same pair (hand-edited, or the original's lost
+                // update) is kept aside like an invalid one rather than dropped.
+                Some((e, extra)) if seen.insert(e.key()) => {
+                    if !extra.is_empty() {
+                        pending_extra.insert(e.key(), extra);
+                    }
+                    pending.push(e);
+                }
+                _ => invalid.push(v),
+            }
+        }
+        Ok(State {
+            file,
+            pending,
+            pending_extra,
+            invalid,
+        })
+    }
+
+    /// Pending entries in the file that do not validate (kept, never claimed).
+    pub fn invalid_pending(&self) -> Result<Vec<Value>, StoreError> {
+        Ok(self
+            .read_state()?
+            .invalid
+            .iter()
+            .filter_map(|r| serde_json::from_str(r.get()).ok())
+            .collect())
+    }
+
+    /// Runs one read-change-write under the lock. `f` returns its result and whether it
+    /// changed anything; nothing is written when it did not.
+    fn change<T>(
+        &self,
+        f: impl FnOnce(&mut State) -> Result<(T, bool), StoreError>,
+    ) -> Result<T, StoreError> {
+        let _lock = self.lock()?;
+        let mut state = self.read_state()?;
+        let (out, changed) = f(&mut state)?;
+        if changed {
+            self.write(&state.into_file())?;
+        }
+        Ok(out)
+    }
+
+    fn write(&self, file: &FileDto) -> Result<(), StoreError> {
+        let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| {
+            StoreError::Io(format!("{}: could not serialise: {e}", self.path.display()))
+        })?;
+        bytes.push(b'\n');
+        let tmp = self.dir.join(format!(
+            "{TEMP_PREFIX}{}.{}",
+            std::process::id(),
+            fsutil::nonce()
+        ));
+        let result = (|| -> std::io::Result<()> {
+            let mut f = fsutil::create_private(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            failpoint("after-temp-write");
+            if self.path.exists() {
+                let bak = self.dir.join(BACKUP_FILE);
+                let _ = fs::remove_file(&bak);
+                fs::hard_link(&self.path, &bak)?;
+            }
+            fs::rename(&tmp, &self.path)?;
+            fsutil::sync_dir(&self.dir)
+        })();
+        result.map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io_err(&self.path, "write", &e)
+        })
+    }
+
+    fn runs_path(&self) -> PathBuf {
+        self.dir.join(RUNS_FILE)
+    }
+}
+
+#[cfg(feature = "failpoints")]
+fn failpoint(name: &str) {
+    if std::env::var("HOOKS_FAILPOINT").is_ok_and(|v| v == name) {
+        // Die the way a killed process does: no unwinding, no cleanup.
+        std::process::abort();
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+fn failpoint(_: &str) {}
+
+#[async_trait]
+impl HookStore for JsonStore {
+    async fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let state = self.read_state()?;
+        let hooks = state
+            .file
+            .hooks
+            .iter()
+            .map(|(k, d)| d.to_hook(k).map_err(|e| invalid_hook(k, &e)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Snapshot {
+            hooks,
+            pending: state.pending,
+        })
+    }
+
+    async fn get_hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError> {
+        self.read_state()?.hook(id)
+    }
+
+    async fn create_hook(&self, spec: HookSpec, now: Timestamp) -> Result<Hook, StoreError> {
+        self.change(|s| {
+            let id = unique_hook_id(&spec.name, |c| s.file.hooks.contains_key(c));
+            let hook = spec.into_hook(id, now);
+            s.put_hook(&hook);
+            Ok((hook, true))
+        })
+    }
+
+    async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, StoreError> {
+        self.change(|s| {
+            let mut hook = s
+                .hook(id)?
+                .ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
+            patch.apply(&mut hook);
+            s.put_hook(&hook);
+            Ok((hook, true))
+        })
+    }
+
+    async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError> {
+        self.change(|s| {
+            s.file
+                .hooks
+                .remove(id.as_str())
+                .ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
+            let before = s.pending.len();
+            s.pending.retain(|p| p.hook_id != *id);
+            Ok((before - s.pending.len(), true))
+        })
+    }
+
+    async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError> {
+        self.change(|s| {
+            let hooks = &s.file.hooks;
+            let r = queue::enqueue(&mut s.pending, |h| hooks.contains_key(h.as_str()), entries);
+            let changed = r.contains(&EnqueueResult::Queued);
+            Ok((r, changed))
+        })
+    }
+
+    async fn claim_due(
+        &self,
+        now: Timestamp,
+        owner: &str,
+        ttl: Duration,
+        limit: usize,
+    ) -> Result<Vec<PendingEntry>, StoreError> {
+        // A cheap look first: most passes find nothing due and need no lock.
+        let peek = self.read_state()?;
+        if limit == 0 || !peek.pending.iter().any(|p| p.is_claimable(now)) {
+            return Ok(Vec::new());
+        }
+        self.change(|s| {
+            let claimed = queue::claim_due(&mut s.pending, now, owner, ttl, limit);
+            let changed = !claimed.is_empty();
+            Ok((claimed, changed))
+        })
+    }
+
+    async fn renew(
+        &self,
+        keys: &[EntryKey],
+        owner: &str,
+        until: Timestamp,
+    ) -> Result<Vec<EntryKey>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.change(|s| {
+            let held = queue::renew(&mut s.pending, keys, owner, until);
+            let changed = !held.is_empty();
+            Ok((held, changed))
+        })
+    }
+
+    async fn requeue(
+        &self,
+        key: &EntryKey,
+        owner: &str,
+        due: Timestamp,
+        retries: u32,
+    ) -> Result<(), StoreError> {
+        self.change(|s| {
+            queue::requeue(&mut s.pending, key, owner, due, retries).map(|()| ((), true))
+        })
+    }
+
+    async fn complete(
+        &self,
+        key: &EntryKey,
+        owner: &str,
+        record: Option<HookRecord>,
+    ) -> Result<(), StoreError> {
+        self.change(|s| {
+            queue::take(&mut s.pending, key, owner)?;
+            if let Some(r) = record
+                && let Some(mut hook) = s.hook(&key.hook_id)?
+            {
+                queue::record(&mut hook, &key.session_id, &r);
+                s.put_hook(&hook);
+            }
+            Ok(((), true))
+        })
+    }
+
+    async fn release(&self, keys: &[EntryKey], owner: &str) -> Result<(), StoreError> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        self.change(|s| {
+            queue::release(&mut s.pending, keys, owner);
+            Ok(((), true))
+        })
+    }
+
+    async fn record(
+        &self,
+        hook: &HookId,
+        session: &SessionId,
+        record: HookRecord,
+    ) -> Result<(), StoreError> {
+        self.change(|s| match s.hook(hook)? {
+            Some(mut h) => {
+                queue::record(&mut h, session, &record);
+                s.put_hook(&h);
+                Ok(((), true))
+            }
+            None => Ok(((), false)),
+        })
+    }
+
+    async fn append_run(&self, run: &RunRecord) -> Result<(), StoreError> {
+        let path = self.runs_path();
+        let mut line = serde_json::to_vec(&RunDto::from_record(run))
+            .map_err(|e| StoreError::Io(format!("{}: could not serialise: {e}", path.display())))?;
+        line.push(b'\n');
+        let mut f = fsutil::open_append_private(&path).map_err(|e| io_err(&path, "open", &e))?;
+        // One write of one line with O_APPEND: lines of concurrent writers never interleave.
+        f.write_all(&line)
+            .and_then(|()| f.sync_data())
+            .map_err(|e| io_err(&path, "append to", &e))
+    }
+
+    async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
+        let path = self.runs_path();
+        let text = match fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(&path, "read", &e)),
+        };
+        let all: Vec<RunRecord> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<RunDto>(l).ok())
+            .filter_map(|d| d.to_record())
+            .filter(|r| filter.matches(r))
+            .collect();
+        let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
+        Ok(all.into_iter().skip(skip).collect())
+    }
+}
+
+/// The run log's lines as stored, for `runs --json`: one JSON object per run, newest last.
+pub fn run_json(run: &RunRecord) -> Value {
+    serde_json::to_value(RunDto::from_record(run)).unwrap_or(Value::Null)
+}
+
+/// A hook in the store's own field names, for `hooks list --json`.
+pub fn hook_json(hook: &Hook) -> Value {
+    serde_json::to_value(HookDto::from_hook(hook)).unwrap_or(Value::Null)
+}
+
+/// A pending entry in the store's own field names, for `pending --json`.
+pub fn pending_json(entry: &PendingEntry) -> Value {
+    serde_json::to_value(PendingDto::from_entry(entry, Map::new())).unwrap_or(Value::Null)
+}

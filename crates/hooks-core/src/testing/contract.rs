@@ -53,22 +53,52 @@ pub async fn run_all(make: &dyn Fn() -> Arc<dyn HookStore>) {
 
 pub async fn crud(store: &dyn HookStore) {
     let h = new_hook(store, "Tidy up").await;
-    assert_eq!(h.id.as_str(), "tidy-up", "create: the id is the slug of the name");
-    let got = store.get_hook(&h.id).await.expect("get").expect("created hook is there");
+    assert_eq!(
+        h.id.as_str(),
+        "tidy-up",
+        "create: the id is the slug of the name"
+    );
+    let got = store
+        .get_hook(&h.id)
+        .await
+        .expect("get")
+        .expect("created hook is there");
     assert_eq!(got, h, "get returns what create returned");
-    let patch = HookPatch { delay: Some(Delay::from_seconds(42).expect("delay")), enabled: Some(false), ..Default::default() };
+    let patch = HookPatch {
+        delay: Some(Delay::from_seconds(42).expect("delay")),
+        enabled: Some(false),
+        ..Default::default()
+    };
     let upd = store.update_hook(&h.id, &patch).await.expect("update");
-    assert_eq!((upd.delay.seconds(), upd.enabled), (42, false), "update applies the patch");
-    assert_eq!(store.get_hook(&h.id).await.expect("get").expect("hook"), upd, "update is durable");
+    assert_eq!(
+        (upd.delay.seconds(), upd.enabled),
+        (42, false),
+        "update applies the patch"
+    );
+    assert_eq!(
+        store.get_hook(&h.id).await.expect("get").expect("hook"),
+        upd,
+        "update is durable"
+    );
     let missing = HookId::parse("nope").expect("id");
     assert!(
-        matches!(store.update_hook(&missing, &patch).await, Err(StoreError::HookNotFound(_))),
+        matches!(
+            store.update_hook(&missing, &patch).await,
+            Err(StoreError::HookNotFound(_))
+        ),
         "update of a missing hook is HookNotFound"
     );
     store.delete_hook(&h.id).await.expect("delete");
-    assert_eq!(store.get_hook(&h.id).await.expect("get"), None, "delete removes the hook");
+    assert_eq!(
+        store.get_hook(&h.id).await.expect("get"),
+        None,
+        "delete removes the hook"
+    );
     assert!(
-        matches!(store.delete_hook(&h.id).await, Err(StoreError::HookNotFound(_))),
+        matches!(
+            store.delete_hook(&h.id).await,
+            Err(StoreError::HookNotFound(_))
+        ),
         "deleting twice is HookNotFound"
     );
 }
@@ -78,21 +108,50 @@ pub async fn unique_ids(store: &dyn HookStore) {
     let b = new_hook(store, "same  name!").await;
     let c = new_hook(store, "Same-Name").await;
     let ids = [a.id.as_str(), b.id.as_str(), c.id.as_str()];
-    assert_eq!(ids, ["same-name", "same-name-2", "same-name-3"], "slug ids are made unique");
+    assert_eq!(
+        ids,
+        ["same-name", "same-name-2", "same-name-3"],
+        "slug ids are made unique"
+    );
 }
 
 pub async fn enqueue_dedupe(store: &dyn HookStore) {
     let h = new_hook(store, "dedupe").await;
     let r = store
-        .enqueue(vec![entry(&h.id, "s1", t0()), entry(&h.id, "s2", t0()), entry(&h.id, "s1", t0())])
+        .enqueue(vec![
+            entry(&h.id, "s1", t0()),
+            entry(&h.id, "s2", t0()),
+            entry(&h.id, "s1", t0()),
+        ])
         .await
         .expect("enqueue");
-    assert_eq!(r, [EnqueueResult::Queued, EnqueueResult::Queued, EnqueueResult::AlreadyPending]);
-    let again = store.enqueue(vec![entry(&h.id, "s1", t0())]).await.expect("enqueue");
-    assert_eq!(again, [EnqueueResult::AlreadyPending], "a queued pair is refused");
+    assert_eq!(
+        r,
+        [
+            EnqueueResult::Queued,
+            EnqueueResult::Queued,
+            EnqueueResult::AlreadyPending
+        ]
+    );
+    let again = store
+        .enqueue(vec![entry(&h.id, "s1", t0())])
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        again,
+        [EnqueueResult::AlreadyPending],
+        "a queued pair is refused"
+    );
     let ghost = HookId::parse("ghost").expect("id");
-    let g = store.enqueue(vec![entry(&ghost, "s3", t0())]).await.expect("enqueue");
-    assert_eq!(g, [EnqueueResult::HookDeleted], "an entry for a missing hook is refused");
+    let g = store
+        .enqueue(vec![entry(&ghost, "s3", t0())])
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        g,
+        [EnqueueResult::HookDeleted],
+        "an entry for a missing hook is refused"
+    );
     let snap = store.snapshot().await.expect("snapshot");
     let mine: Vec<_> = snap.pending.iter().filter(|p| p.hook_id == h.id).collect();
     assert_eq!(mine.len(), 2, "exactly the accepted entries are pending");
@@ -101,18 +160,39 @@ pub async fn enqueue_dedupe(store: &dyn HookStore) {
 pub async fn delete_drops_entries(store: &dyn HookStore) {
     let a = new_hook(store, "a").await;
     let b = new_hook(store, "b").await;
-    store.enqueue(vec![entry(&a.id, "s1", t0()), entry(&b.id, "s1", t0()), entry(&a.id, "s2", t0())]).await.expect("enqueue");
-    assert_eq!(store.delete_hook(&a.id).await.expect("delete"), 2, "delete reports the dropped entries");
+    store
+        .enqueue(vec![
+            entry(&a.id, "s1", t0()),
+            entry(&b.id, "s1", t0()),
+            entry(&a.id, "s2", t0()),
+        ])
+        .await
+        .expect("enqueue");
+    assert_eq!(
+        store.delete_hook(&a.id).await.expect("delete"),
+        2,
+        "delete reports the dropped entries"
+    );
     let snap = store.snapshot().await.expect("snapshot");
-    assert!(snap.pending.iter().all(|p| p.hook_id != a.id), "no entry of a deleted hook stays");
-    assert!(snap.pending.iter().any(|p| p.hook_id == b.id), "other hooks' entries stay");
+    assert!(
+        snap.pending.iter().all(|p| p.hook_id != a.id),
+        "no entry of a deleted hook stays"
+    );
+    assert!(
+        snap.pending.iter().any(|p| p.hook_id == b.id),
+        "other hooks' entries stay"
+    );
 }
 
 pub async fn claim_exclusive(store: &dyn HookStore) {
     let h = new_hook(store, "claims").await;
     let later = t0() + Duration::minutes(5);
     store
-        .enqueue(vec![entry(&h.id, "due1", t0()), entry(&h.id, "due2", t0()), entry(&h.id, "later", later)])
+        .enqueue(vec![
+            entry(&h.id, "due1", t0()),
+            entry(&h.id, "due2", t0()),
+            entry(&h.id, "later", later),
+        ])
         .await
         .expect("enqueue");
     let ttl = Duration::seconds(90);
@@ -120,11 +200,25 @@ pub async fn claim_exclusive(store: &dyn HookStore) {
     let mut got: Vec<_> = a.iter().map(|p| p.session_id.to_string()).collect();
     got.sort();
     assert_eq!(got, ["due1", "due2"], "only due entries are claimed");
-    assert!(a.iter().all(|p| p.claim.as_ref().is_some_and(|c| c.owner == "A" && c.expires_at == t0() + ttl)));
-    let b = store.claim_due(t0() + Duration::seconds(1), "B", ttl, 100).await.expect("claim");
-    assert!(b.is_empty(), "claimed entries are invisible to other claimers");
+    assert!(a.iter().all(|p| {
+        p.claim
+            .as_ref()
+            .is_some_and(|c| c.owner == "A" && c.expires_at == t0() + ttl)
+    }));
+    let b = store
+        .claim_due(t0() + Duration::seconds(1), "B", ttl, 100)
+        .await
+        .expect("claim");
+    assert!(
+        b.is_empty(),
+        "claimed entries are invisible to other claimers"
+    );
     let snap = store.snapshot().await.expect("snapshot");
-    let claimed = snap.pending.iter().filter(|p| p.claim.as_ref().is_some_and(|c| c.owner == "A")).count();
+    let claimed = snap
+        .pending
+        .iter()
+        .filter(|p| p.claim.as_ref().is_some_and(|c| c.owner == "A"))
+        .count();
     assert_eq!(claimed, 2, "the claim is stored");
     let limited = store.claim_due(later, "C", ttl, 0).await.expect("claim");
     assert!(limited.is_empty(), "the limit is respected");
@@ -132,12 +226,28 @@ pub async fn claim_exclusive(store: &dyn HookStore) {
 
 pub async fn claim_expiry_and_takeover(store: &dyn HookStore) {
     let h = new_hook(store, "expiry").await;
-    store.enqueue(vec![entry(&h.id, "s", t0())]).await.expect("enqueue");
+    store
+        .enqueue(vec![entry(&h.id, "s", t0())])
+        .await
+        .expect("enqueue");
     let ttl = Duration::seconds(60);
-    assert_eq!(store.claim_due(t0(), "A", ttl, 10).await.expect("claim").len(), 1);
-    let before = store.claim_due(t0() + Duration::seconds(59), "B", ttl, 10).await.expect("claim");
+    assert_eq!(
+        store
+            .claim_due(t0(), "A", ttl, 10)
+            .await
+            .expect("claim")
+            .len(),
+        1
+    );
+    let before = store
+        .claim_due(t0() + Duration::seconds(59), "B", ttl, 10)
+        .await
+        .expect("claim");
     assert!(before.is_empty(), "a live claim holds");
-    let after = store.claim_due(t0() + Duration::seconds(61), "B", ttl, 10).await.expect("claim");
+    let after = store
+        .claim_due(t0() + Duration::seconds(61), "B", ttl, 10)
+        .await
+        .expect("claim");
     assert_eq!(after.len(), 1, "an expired claim can be taken over");
     assert_eq!(after[0].claim.as_ref().map(|c| c.owner.as_str()), Some("B"));
 }
@@ -145,89 +255,222 @@ pub async fn claim_expiry_and_takeover(store: &dyn HookStore) {
 pub async fn one_claim_per_session(store: &dyn HookStore) {
     let a = new_hook(store, "first").await;
     let b = new_hook(store, "second").await;
-    store.enqueue(vec![entry(&a.id, "s", t0()), entry(&b.id, "s", t0())]).await.expect("enqueue");
+    store
+        .enqueue(vec![entry(&a.id, "s", t0()), entry(&b.id, "s", t0())])
+        .await
+        .expect("enqueue");
     let ttl = Duration::seconds(60);
     let one = store.claim_due(t0(), "A", ttl, 10).await.expect("claim");
     assert_eq!(one.len(), 1, "one entry per session per pass");
     let other = store.claim_due(t0(), "B", ttl, 10).await.expect("claim");
-    assert!(other.is_empty(), "a session with a live claim gets no second one, across owners");
-    store.complete(&one[0].key(), "A", None).await.expect("complete");
+    assert!(
+        other.is_empty(),
+        "a session with a live claim gets no second one, across owners"
+    );
+    store
+        .complete(&one[0].key(), "A", None)
+        .await
+        .expect("complete");
     let next = store.claim_due(t0(), "B", ttl, 10).await.expect("claim");
-    assert_eq!(next.len(), 1, "once the first is done the second can be claimed");
+    assert_eq!(
+        next.len(),
+        1,
+        "once the first is done the second can be claimed"
+    );
 }
 
 pub async fn fencing(store: &dyn HookStore) {
     let h = new_hook(store, "fence").await;
-    store.enqueue(vec![entry(&h.id, "s", t0())]).await.expect("enqueue");
+    store
+        .enqueue(vec![entry(&h.id, "s", t0())])
+        .await
+        .expect("enqueue");
     let ttl = Duration::seconds(60);
     let key = store.claim_due(t0(), "A", ttl, 10).await.expect("claim")[0].key();
-    assert!(matches!(store.complete(&key, "B", None).await, Err(StoreError::Fenced(_))), "complete by a non-owner is refused");
     assert!(
-        matches!(store.requeue(&key, "B", t0(), 1).await, Err(StoreError::Fenced(_))),
+        matches!(
+            store.complete(&key, "B", None).await,
+            Err(StoreError::Fenced(_))
+        ),
+        "complete by a non-owner is refused"
+    );
+    assert!(
+        matches!(
+            store.requeue(&key, "B", t0(), 1).await,
+            Err(StoreError::Fenced(_))
+        ),
         "requeue by a non-owner is refused"
     );
-    let taken = store.claim_due(t0() + Duration::seconds(61), "B", ttl, 10).await.expect("claim");
+    let taken = store
+        .claim_due(t0() + Duration::seconds(61), "B", ttl, 10)
+        .await
+        .expect("claim");
     assert_eq!(taken.len(), 1);
-    let rec = HookRecord { status: Status::Ok, fired_at: Some(t0()) };
+    let rec = HookRecord {
+        status: Status::Ok,
+        fired_at: Some(t0()),
+    };
     assert!(
-        matches!(store.complete(&key, "A", Some(rec)).await, Err(StoreError::Fenced(_))),
+        matches!(
+            store.complete(&key, "A", Some(rec)).await,
+            Err(StoreError::Fenced(_))
+        ),
         "the old owner is fenced out after a take-over"
     );
     let hook = store.get_hook(&h.id).await.expect("get").expect("hook");
-    assert_eq!((hook.last_status, hook.history.len()), (None, 0), "a fenced complete writes nothing");
-    assert_eq!(store.renew(std::slice::from_ref(&key), "A", t0()).await.expect("renew"), [], "renew by the old owner holds nothing");
-    let rec = HookRecord { status: Status::Ok, fired_at: Some(t0()) };
-    store.complete(&key, "B", Some(rec)).await.expect("the new owner completes");
+    assert_eq!(
+        (hook.last_status, hook.history.len()),
+        (None, 0),
+        "a fenced complete writes nothing"
+    );
+    assert_eq!(
+        store
+            .renew(std::slice::from_ref(&key), "A", t0())
+            .await
+            .expect("renew"),
+        [],
+        "renew by the old owner holds nothing"
+    );
+    let rec = HookRecord {
+        status: Status::Ok,
+        fired_at: Some(t0()),
+    };
+    store
+        .complete(&key, "B", Some(rec))
+        .await
+        .expect("the new owner completes");
     let hook = store.get_hook(&h.id).await.expect("get").expect("hook");
     assert_eq!(hook.last_status, Some(Status::Ok));
-    assert_eq!(hook.history.entries().last().map(|e| e.session.as_str()), Some("s"));
-    assert!(store.snapshot().await.expect("snapshot").pending.is_empty(), "complete removes the entry");
-    assert!(matches!(store.complete(&key, "B", None).await, Err(StoreError::EntryNotFound(_))));
+    assert_eq!(
+        hook.history.entries().last().map(|e| e.session.as_str()),
+        Some("s")
+    );
+    assert!(
+        store.snapshot().await.expect("snapshot").pending.is_empty(),
+        "complete removes the entry"
+    );
+    assert!(matches!(
+        store.complete(&key, "B", None).await,
+        Err(StoreError::EntryNotFound(_))
+    ));
 }
 
 pub async fn requeue_and_release(store: &dyn HookStore) {
     let h = new_hook(store, "requeue").await;
-    store.enqueue(vec![entry(&h.id, "s", t0()), entry(&h.id, "r", t0())]).await.expect("enqueue");
+    store
+        .enqueue(vec![entry(&h.id, "s", t0()), entry(&h.id, "r", t0())])
+        .await
+        .expect("enqueue");
     let ttl = Duration::seconds(60);
     let claimed = store.claim_due(t0(), "A", ttl, 10).await.expect("claim");
-    let key_s = claimed.iter().find(|p| p.session_id.as_str() == "s").expect("s claimed").key();
-    let key_r = claimed.iter().find(|p| p.session_id.as_str() == "r").expect("r claimed").key();
+    let key_s = claimed
+        .iter()
+        .find(|p| p.session_id.as_str() == "s")
+        .expect("s claimed")
+        .key();
+    let key_r = claimed
+        .iter()
+        .find(|p| p.session_id.as_str() == "r")
+        .expect("r claimed")
+        .key();
     let later = t0() + Duration::seconds(60);
     store.requeue(&key_s, "A", later, 3).await.expect("requeue");
-    store.release(std::slice::from_ref(&key_r), "A").await.expect("release");
+    store
+        .release(std::slice::from_ref(&key_r), "A")
+        .await
+        .expect("release");
     let snap = store.snapshot().await.expect("snapshot");
-    let s = snap.pending.iter().find(|p| p.session_id.as_str() == "s").expect("s still queued");
-    assert_eq!((s.due_at.clone(), s.retries, s.claim.clone()), (DueAt::At(later), 3, None), "requeue moves and unclaims");
-    let r = snap.pending.iter().find(|p| p.session_id.as_str() == "r").expect("r still queued");
+    let s = snap
+        .pending
+        .iter()
+        .find(|p| p.session_id.as_str() == "s")
+        .expect("s still queued");
+    assert_eq!(
+        (s.due_at.clone(), s.retries, s.claim.clone()),
+        (DueAt::At(later), 3, None),
+        "requeue moves and unclaims"
+    );
+    let r = snap
+        .pending
+        .iter()
+        .find(|p| p.session_id.as_str() == "r")
+        .expect("r still queued");
     assert_eq!(r.claim, None, "release unclaims");
-    let again = store.claim_due(t0() + Duration::seconds(1), "B", ttl, 10).await.expect("claim");
-    assert_eq!(again.iter().map(|p| p.session_id.as_str()).collect::<Vec<_>>(), ["r"], "released entries are claimable at once");
+    let again = store
+        .claim_due(t0() + Duration::seconds(1), "B", ttl, 10)
+        .await
+        .expect("claim");
+    assert_eq!(
+        again
+            .iter()
+            .map(|p| p.session_id.as_str())
+            .collect::<Vec<_>>(),
+        ["r"],
+        "released entries are claimable at once"
+    );
 }
 
 pub async fn history_cap(store: &dyn HookStore) {
     let h = new_hook(store, "history").await;
     for i in 0..(HISTORY_CAP + 5) {
-        let rec = HookRecord { status: Status::Ok, fired_at: Some(t0() + Duration::seconds(i as i64)) };
-        store.record(&h.id, &sid(&format!("s{i}")), rec).await.expect("record");
+        let rec = HookRecord {
+            status: Status::Ok,
+            fired_at: Some(t0() + Duration::seconds(i as i64)),
+        };
+        store
+            .record(&h.id, &sid(&format!("s{i}")), rec)
+            .await
+            .expect("record");
     }
     let hook = store.get_hook(&h.id).await.expect("get").expect("hook");
-    assert_eq!(hook.history.len(), HISTORY_CAP, "history keeps {HISTORY_CAP}");
-    assert_eq!(hook.history.entries()[0].session, "s5", "the oldest go first");
-    assert_eq!(hook.history.entries()[HISTORY_CAP - 1].session, format!("s{}", HISTORY_CAP + 4));
+    assert_eq!(
+        hook.history.len(),
+        HISTORY_CAP,
+        "history keeps {HISTORY_CAP}"
+    );
+    assert_eq!(
+        hook.history.entries()[0].session,
+        "s5",
+        "the oldest go first"
+    );
+    assert_eq!(
+        hook.history.entries()[HISTORY_CAP - 1].session,
+        format!("s{}", HISTORY_CAP + 4)
+    );
     // Two firings in one second both stay.
-    let rec = HookRecord { status: Status::error("boom"), fired_at: Some(t0() + Duration::hours(1)) };
-    store.record(&h.id, &sid("x1"), rec.clone()).await.expect("record");
+    let rec = HookRecord {
+        status: Status::error("boom"),
+        fired_at: Some(t0() + Duration::hours(1)),
+    };
+    store
+        .record(&h.id, &sid("x1"), rec.clone())
+        .await
+        .expect("record");
     store.record(&h.id, &sid("x2"), rec).await.expect("record");
     let hook = store.get_hook(&h.id).await.expect("get").expect("hook");
-    let tail: Vec<_> = hook.history.entries().iter().rev().take(2).map(|e| e.session.as_str()).collect();
-    assert_eq!(tail, ["x2", "x1"], "firings in the same second are both kept, in order");
+    let tail: Vec<_> = hook
+        .history
+        .entries()
+        .iter()
+        .rev()
+        .take(2)
+        .map(|e| e.session.as_str())
+        .collect();
+    assert_eq!(
+        tail,
+        ["x2", "x1"],
+        "firings in the same second are both kept, in order"
+    );
     assert_eq!(hook.last_status, Some(Status::error("boom")));
 }
 
 pub async fn run_log(store: &dyn HookStore) {
     let h1 = HookId::parse("h1").expect("id");
     let h2 = HookId::parse("h2").expect("id");
-    for (i, (h, s)) in [(&h1, "a"), (&h2, "a"), (&h1, "b"), (&h1, "a")].into_iter().enumerate() {
+    for (i, (h, s)) in [(&h1, "a"), (&h2, "a"), (&h1, "b"), (&h1, "a")]
+        .into_iter()
+        .enumerate()
+    {
         let rec = RunRecord {
             hook_id: h.clone(),
             session_id: sid(s),
@@ -239,7 +482,12 @@ pub async fn run_log(store: &dyn HookStore) {
                 completed: Some(i % 2 == 0),
                 num_turns: Some(1),
                 cost_usd: Some(0.5),
-                usage: Some(Usage { input_tokens: Some(1), cache_creation_input_tokens: Some(2), cache_read_input_tokens: None, output_tokens: Some(4) }),
+                usage: Some(Usage {
+                    input_tokens: Some(1),
+                    cache_creation_input_tokens: Some(2),
+                    cache_read_input_tokens: None,
+                    output_tokens: Some(4),
+                }),
                 duration_ms: Some(1000),
                 session_id: Some(s.to_owned()),
                 result_text: None,
@@ -249,11 +497,33 @@ pub async fn run_log(store: &dyn HookStore) {
     }
     let all = store.runs(&RunFilter::default()).await.expect("runs");
     assert_eq!(all.len(), 4, "every run is kept");
-    assert_eq!(all[0].outcome.usage.and_then(|u| u.cache_read_input_tokens), None, "missing fields stay missing");
+    assert_eq!(
+        all[0].outcome.usage.and_then(|u| u.cache_read_input_tokens),
+        None,
+        "missing fields stay missing"
+    );
     assert_eq!(all[0].outcome.cost_usd, Some(0.5));
-    let f = RunFilter { hook_id: Some(h1.clone()), session_id: Some(sid("a")), limit: None };
-    assert_eq!(store.runs(&f).await.expect("runs").len(), 2, "filters combine");
-    let newest = store.runs(&RunFilter { limit: Some(1), ..Default::default() }).await.expect("runs");
+    let f = RunFilter {
+        hook_id: Some(h1.clone()),
+        session_id: Some(sid("a")),
+        limit: None,
+    };
+    assert_eq!(
+        store.runs(&f).await.expect("runs").len(),
+        2,
+        "filters combine"
+    );
+    let newest = store
+        .runs(&RunFilter {
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .expect("runs");
     assert_eq!(newest.len(), 1);
-    assert_eq!(newest[0].started_at, t0() + Duration::seconds(3), "limit keeps the newest");
+    assert_eq!(
+        newest[0].started_at,
+        t0() + Duration::seconds(3),
+        "limit keeps the newest"
+    );
 }

@@ -1,1 +1,358 @@
+//! The JSON store on real files in temp dirs, and from several real processes.
 
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use hooks_core::ports::*;
+use hooks_core::testing::contract;
+use hooks_core::*;
+use hooks_store_json::{BACKUP_FILE, JsonStore, STORE_FILE};
+use serde_json::Value;
+use time::{Duration, OffsetDateTime};
+
+mod processes;
+
+fn now() -> OffsetDateTime {
+    OffsetDateTime::from_unix_timestamp(1_796_199_477).unwrap() // 2026-12-02T08:17:57Z
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/it/fixtures")
+        .join(name)
+}
+
+fn store_with(text: &str) -> (tempfile::TempDir, JsonStore) {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join(STORE_FILE), text).unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    (dir, store)
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn contract_on_the_json_store() {
+    let dirs = std::sync::Mutex::new(Vec::new());
+    contract::run_all(&|| {
+        let d = tempfile::tempdir().unwrap();
+        let s = JsonStore::open(d.path(), now()).unwrap();
+        dirs.lock().unwrap().push(d);
+        Arc::new(s) as Arc<dyn HookStore>
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn seeds_post_task_only_when_the_file_does_not_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("nested/data");
+    let store = JsonStore::open(&data, now()).unwrap();
+    let hooks = store.snapshot().await.unwrap().hooks;
+    assert_eq!(hooks.len(), 1);
+    let h = &hooks[0];
+    assert_eq!(
+        (
+            h.id.as_str(),
+            h.delay.seconds(),
+            h.prompt_file.as_str(),
+            h.enabled,
+            h.skip_cron,
+            h.skip_subagents,
+            h.max_context.k()
+        ),
+        (
+            "post-task",
+            10,
+            ".claude/agents/hooks/post-task.md",
+            true,
+            true,
+            true,
+            60
+        )
+    );
+    assert_eq!(h.created_at, Some(now()));
+    // Deleting it and reopening does not bring it back: the file exists.
+    store.delete_hook(&post_task_id()).await.unwrap();
+    let again = JsonStore::open(&data, now()).unwrap();
+    assert!(again.snapshot().await.unwrap().hooks.is_empty());
+    // Modes: folder 0700, file 0600.
+    assert_eq!(
+        fs::metadata(&data).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        fs::metadata(data.join(STORE_FILE))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}
+
+#[tokio::test]
+async fn loads_the_original_format() {
+    let (_d, store) = store_with(&fs::read_to_string(fixture("original-v1.json")).unwrap());
+    let snap = store.snapshot().await.unwrap();
+    let pt = snap
+        .hooks
+        .iter()
+        .find(|h| h.id.as_str() == "post-task")
+        .unwrap();
+    assert_eq!(pt.delay.seconds(), 120, "delayMinutes 2 becomes 120 s");
+    assert_eq!(
+        pt.last_status,
+        Some(Status::skipped("context 71k over the 60k cap"))
+    );
+    let hist: Vec<_> = pt
+        .history
+        .entries()
+        .iter()
+        .map(|e| e.session.as_str())
+        .collect();
+    assert_eq!(hist, ["sess-a", "sess-b"]);
+    let cl = snap
+        .hooks
+        .iter()
+        .find(|h| h.id.as_str() == "changelog")
+        .unwrap();
+    assert_eq!(
+        cl.prompt_file.as_str(),
+        ".claude/agents/hooks/changelog.md",
+        "leading / stripped"
+    );
+    assert_eq!(
+        cl.event,
+        Event::ConversationDone,
+        "empty event means conversation-done"
+    );
+    assert_eq!(
+        cl.created_at.map(|t| t.unix_timestamp()),
+        Some(1_795_573_800)
+    );
+    // Pending: the +0000 entry, the unparseable one (due at once), the future one; the
+    // invalid session id is kept in the file but never offered.
+    let sessions: Vec<_> = snap.pending.iter().map(|p| p.session_id.as_str()).collect();
+    assert_eq!(sessions, ["sess-c", "sess-d", "sess-e"]);
+    assert_eq!(
+        snap.pending[1].due_at,
+        DueAt::Unparseable("next tuesday".into())
+    );
+    assert_eq!(store.invalid_pending().unwrap().len(), 1);
+    let claimed = store
+        .claim_due(now(), "me", Duration::seconds(60), 10)
+        .await
+        .unwrap();
+    let mut got: Vec<_> = claimed.iter().map(|p| p.session_id.to_string()).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        ["sess-c", "sess-d"],
+        "an unparseable dueAt counts as due"
+    );
+}
+
+#[tokio::test]
+async fn a_rewrite_keeps_unknown_fields_and_migrates() {
+    let (d, store) = store_with(&fs::read_to_string(fixture("original-v1.json")).unwrap());
+    store
+        .update_hook(
+            &HookId::parse("post-task").unwrap(),
+            &HookPatch {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .update_hook(
+            &HookId::parse("changelog").unwrap(),
+            &HookPatch {
+                enabled: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let v = read_json(&d.path().join(STORE_FILE));
+    assert_eq!(v["schema"], "kept-as-is", "unknown top-level field kept");
+    assert_eq!(
+        v["hooks"]["changelog"]["color"], "teal",
+        "unknown hook field kept"
+    );
+    assert_eq!(v["hooks"]["changelog"]["ui"]["pinned"], true);
+    assert_eq!(v["hooks"]["post-task"]["delaySeconds"], 120);
+    assert!(
+        v["hooks"]["post-task"].get("delayMinutes").is_none(),
+        "migrated field is dropped, as the original does"
+    );
+    assert_eq!(
+        v["hooks"]["post-task"]["history"]["2026-11-22T11:30:00+0100"],
+        "sess-b"
+    );
+    assert_eq!(
+        v["hooks"]["changelog"]["createdAt"], "2026-11-25T08:00:00+0530",
+        "timestamps keep their stored form"
+    );
+    let pend = v["pending"].as_array().unwrap();
+    assert_eq!(
+        pend.len(),
+        4,
+        "no pending entry lost, invalid ones included"
+    );
+    assert_eq!(
+        pend[1]["dueAt"], "next tuesday",
+        "an unparseable dueAt is kept as it was"
+    );
+    assert_eq!(pend[3]["sessionId"], "../../etc/passwd");
+}
+
+#[tokio::test]
+async fn history_over_200_in_a_file_is_capped_on_load() {
+    let mut hist = serde_json::Map::new();
+    for i in 0..230 {
+        let t = now() - Duration::hours(230 - i);
+        hist.insert(hooks_core::stamp::format(t), Value::from(format!("s{i}")));
+    }
+    let text = serde_json::json!({"hooks": {"h": {"id": "h", "name": "H", "event": "conversation-done", "delaySeconds": 5,
+        "promptFile": ".claude/agents/hooks/h.md", "enabled": true, "skipCron": true, "skipSubagents": true,
+        "maxContextK": 0, "createdAt": null, "lastStatus": null, "history": hist}}, "pending": []});
+    let (d, store) = store_with(&text.to_string());
+    let h = store
+        .get_hook(&HookId::parse("h").unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(h.history.len(), 200);
+    assert_eq!(
+        h.history.entries()[0].session,
+        "s30",
+        "the 30 oldest are not kept"
+    );
+    store
+        .record(
+            &h.id,
+            &SessionId::parse("new").unwrap(),
+            HookRecord {
+                status: Status::Ok,
+                fired_at: Some(now()),
+            },
+        )
+        .await
+        .unwrap();
+    let v = read_json(&d.path().join(STORE_FILE));
+    assert_eq!(v["hooks"]["h"]["history"].as_object().unwrap().len(), 200);
+}
+
+#[tokio::test]
+async fn a_corrupt_file_is_refused_and_never_overwritten() {
+    let text = "{\n  \"hooks\": {\n    \"x\": oops\n  }\n}\n";
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(STORE_FILE);
+    fs::write(&path, text).unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let e = store.snapshot().await.unwrap_err().to_string();
+    assert!(
+        e.contains(STORE_FILE) && e.contains("line 3, column 10"),
+        "{e}"
+    );
+    let pe = PendingEntry {
+        hook_id: post_task_id(),
+        session_id: SessionId::parse("s").unwrap(),
+        due_at: DueAt::At(now()),
+        queued_at: None,
+        retries: 0,
+        claim: None,
+    };
+    assert!(matches!(
+        store.enqueue(vec![pe]).await,
+        Err(StoreError::Corrupt(_))
+    ));
+    let spec = HookSpec::new("x", PromptFile::parse(".claude/agents/hooks/x.md").unwrap()).unwrap();
+    assert!(store.create_hook(spec, now()).await.is_err());
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        text,
+        "the corrupt file is left exactly as it was"
+    );
+    // An invalid hook is named with its field.
+    let (_d2, bad) = store_with(r#"{"hooks": {"h": {"promptFile": "../x.md"}}, "pending": []}"#);
+    let e = bad.snapshot().await.unwrap_err().to_string();
+    assert!(e.contains("\"h\"") && e.contains("promptFile"), "{e}");
+}
+
+#[tokio::test]
+async fn the_last_good_copy_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let before = fs::read(dir.path().join(STORE_FILE)).unwrap();
+    store
+        .update_hook(
+            &post_task_id(),
+            &HookPatch {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        fs::read(dir.path().join(BACKUP_FILE)).unwrap(),
+        before,
+        ".bak holds the previous version"
+    );
+    assert_ne!(fs::read(dir.path().join(STORE_FILE)).unwrap(), before);
+}
+
+#[tokio::test]
+async fn run_log_is_append_only_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let rec = RunRecord {
+        hook_id: post_task_id(),
+        session_id: SessionId::parse("s1").unwrap(),
+        started_at: now(),
+        finished_at: now() + Duration::seconds(3),
+        outcome: RunOutcome {
+            status: Some(Status::Ok),
+            exit_code: Some(0),
+            completed: Some(true),
+            cost_usd: Some(0.02831),
+            ..Default::default()
+        },
+    };
+    store.append_run(&rec).await.unwrap();
+    let mut f = fs::OpenOptions::new()
+        .append(true)
+        .open(dir.path().join("runs.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, b"not json\n").unwrap();
+    store.append_run(&rec).await.unwrap();
+    let text = fs::read_to_string(dir.path().join("runs.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        first,
+        serde_json::json!({"hookId": "post-task", "sessionId": "s1", "startedAt": "2026-12-02T08:17:57+0000",
+            "finishedAt": "2026-12-02T08:18:00+0000", "status": "ok", "exitCode": 0, "completed": true,
+            "numTurns": null, "costUsd": 0.02831, "usage": null, "durationMs": null})
+    );
+    assert_eq!(
+        store.runs(&RunFilter::default()).await.unwrap().len(),
+        2,
+        "a garbage line does not hide the others"
+    );
+    assert_eq!(
+        fs::metadata(dir.path().join("runs.jsonl"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+}

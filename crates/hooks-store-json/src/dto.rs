@@ -1,0 +1,327 @@
+//! The on-disk schema of `hooks.json` and `runs.jsonl`, and its translation to and from
+//! the core's types. Only this module knows the field names.
+//!
+//! Reading is lenient where the original module was (missing fields, `delayMinutes`,
+//! unparseable `dueAt`); unknown fields of a hook and of the file survive a rewrite.
+
+use std::collections::BTreeMap;
+
+use hooks_core::stamp;
+use hooks_core::*;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct FileDto {
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub hooks: BTreeMap<String, HookDto>,
+    /// Kept raw: entries are parsed one by one, and invalid ones are written back as they were.
+    #[serde(default, deserialize_with = "null_as_default")]
+    pub pending: Vec<Box<RawValue>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+}
+
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookDto {
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub event: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_seconds: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_minutes: Option<Value>,
+    #[serde(default)]
+    pub prompt_file: Option<String>,
+    #[serde(default)]
+    pub enabled: Option<bool>,
+    #[serde(default)]
+    pub skip_cron: Option<bool>,
+    #[serde(default)]
+    pub skip_subagents: Option<bool>,
+    #[serde(default)]
+    pub max_context_k: Option<Value>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub last_status: Option<String>,
+    /// Kept raw until a caller needs the hook's history: most operations never do.
+    #[serde(default)]
+    pub history: Option<Box<RawValue>>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn whole(field: &'static str, v: &Value) -> Result<i64, ValidationError> {
+    match v {
+        Value::Number(n) => n
+            .as_i64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 1e15)
+                    .map(|f| f as i64)
+            })
+            .ok_or_else(|| {
+                ValidationError::new(field, format!("must be a whole number (got {n})"))
+            }),
+        Value::String(s) => s.trim().parse().map_err(|_| {
+            ValidationError::new(field, format!("must be a whole number (got {s:?})"))
+        }),
+        Value::Null => Ok(0),
+        other => Err(ValidationError::new(
+            field,
+            format!("must be a whole number (got {other})"),
+        )),
+    }
+}
+
+impl HookDto {
+    /// The original's migration: `delayMinutes` becomes `delaySeconds` when the latter is
+    /// missing. Returns whether anything changed.
+    pub fn migrate(&mut self) -> Result<bool, ValidationError> {
+        if self.delay_seconds.is_none()
+            && let Some(m) = self.delay_minutes.take()
+        {
+            let secs = whole("delayMinutes", &m)?.saturating_mul(60);
+            self.delay_seconds = Some(Value::from(secs));
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    pub fn to_hook(&self, key: &str) -> Result<Hook, ValidationError> {
+        let id = HookId::parse(key)?;
+        let name = match self.name.as_deref().map(str::trim) {
+            Some(n) if !n.is_empty() => n.to_owned(),
+            _ => key.to_owned(),
+        };
+        let delay = match &self.delay_seconds {
+            Some(v) => Delay::from_seconds(whole("delaySeconds", v)?)?,
+            None => Delay::from_seconds(0)?,
+        };
+        let prompt_file = PromptFile::parse(self.prompt_file.as_deref().unwrap_or(""))?;
+        let max_context = match &self.max_context_k {
+            Some(v) => ContextCap::from_k(whole("maxContextK", v)?)?,
+            None => ContextCap::NONE,
+        };
+        let stored: BTreeMap<String, Value> = match &self.history {
+            Some(raw) => serde_json::from_str::<Option<BTreeMap<String, Value>>>(raw.get())
+                .map_err(|e| {
+                    ValidationError::new(
+                        "history",
+                        format!("must be an object of time → session id ({e})"),
+                    )
+                })?
+                .unwrap_or_default(),
+            None => BTreeMap::new(),
+        };
+        let history = History::from_entries(
+            stored
+                .into_iter()
+                .map(|(key, v)| HistoryEntry {
+                    key,
+                    session: v.as_str().map_or_else(|| v.to_string(), str::to_owned),
+                })
+                .collect(),
+        );
+        Ok(Hook {
+            id,
+            name,
+            event: Event::parse(self.event.as_deref().unwrap_or(""))?,
+            delay,
+            prompt_file,
+            enabled: self.enabled.unwrap_or(false),
+            skip_cron: self.skip_cron.unwrap_or(false),
+            skip_subagents: self.skip_subagents.unwrap_or(false),
+            max_context,
+            created_at: self.created_at.as_deref().and_then(stamp::parse),
+            last_status: self.last_status.as_deref().map(Status::parse),
+            history,
+        })
+    }
+
+    /// Writes `hook` over this record, keeping its unknown fields and the stored form of
+    /// values that did not change.
+    pub fn update_from(&mut self, hook: &Hook) {
+        self.id = Some(hook.id.to_string());
+        self.name = Some(hook.name.clone());
+        self.event = Some(hook.event.as_str().to_owned());
+        self.delay_seconds = Some(Value::from(hook.delay.seconds()));
+        self.delay_minutes = None;
+        self.prompt_file = Some(hook.prompt_file.to_string());
+        self.enabled = Some(hook.enabled);
+        self.skip_cron = Some(hook.skip_cron);
+        self.skip_subagents = Some(hook.skip_subagents);
+        self.max_context_k = Some(Value::from(hook.max_context.k()));
+        if self.created_at.as_deref().and_then(stamp::parse) != hook.created_at {
+            self.created_at = hook.created_at.map(stamp::format);
+        }
+        self.last_status = hook.last_status.as_ref().map(ToString::to_string);
+        let map: BTreeMap<&str, &str> = hook
+            .history
+            .entries()
+            .iter()
+            .map(|e| (e.key.as_str(), e.session.as_str()))
+            .collect();
+        self.history = serde_json::value::to_raw_value(&map).ok();
+    }
+
+    pub fn from_hook(hook: &Hook) -> Self {
+        let mut d = HookDto::default();
+        d.update_from(hook);
+        d
+    }
+}
+
+/// A pending entry as stored. The claim fields are this project's; the original ignores them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingDto {
+    pub hook_id: String,
+    pub session_id: String,
+    #[serde(default)]
+    pub due_at: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_at: Option<String>,
+    #[serde(default)]
+    pub retries: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_expires_at: Option<String>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl PendingDto {
+    pub fn to_entry(&self) -> Result<PendingEntry, ValidationError> {
+        let due_at = match &self.due_at {
+            Some(Value::String(s)) => DueAt::from_stored(s),
+            Some(other) => DueAt::Unparseable(other.to_string()),
+            None => DueAt::Unparseable(String::new()),
+        };
+        let retries = match &self.retries {
+            Some(v) => u32::try_from(whole("retries", v)?.max(0)).unwrap_or(u32::MAX),
+            None => 0,
+        };
+        let claim = match (
+            &self.claimed_by,
+            self.claim_expires_at.as_deref().and_then(stamp::parse),
+        ) {
+            (Some(owner), Some(expires_at)) => Some(Claim {
+                owner: owner.clone(),
+                expires_at,
+            }),
+            _ => None,
+        };
+        Ok(PendingEntry {
+            hook_id: HookId::parse(&self.hook_id)?,
+            session_id: SessionId::parse(&self.session_id)?,
+            due_at,
+            queued_at: self.queued_at.as_deref().and_then(stamp::parse),
+            retries,
+            claim,
+        })
+    }
+
+    pub fn from_entry(e: &PendingEntry, extra: Map<String, Value>) -> Self {
+        Self {
+            hook_id: e.hook_id.to_string(),
+            session_id: e.session_id.to_string(),
+            due_at: Some(Value::from(e.due_at.to_string())),
+            queued_at: e.queued_at.map(stamp::format),
+            retries: Some(Value::from(e.retries)),
+            claimed_by: e.claim.as_ref().map(|c| c.owner.clone()),
+            claim_expires_at: e.claim.as_ref().map(|c| stamp::format(c.expires_at)),
+            extra,
+        }
+    }
+}
+
+/// One line of `runs.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDto {
+    pub hook_id: String,
+    pub session_id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub status: Option<String>,
+    pub exit_code: Option<i32>,
+    pub completed: Option<bool>,
+    pub num_turns: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub usage: Option<UsageDto>,
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageDto {
+    pub input_tokens: Option<u64>,
+    pub cache_creation_input_tokens: Option<u64>,
+    pub cache_read_input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+impl RunDto {
+    pub fn from_record(r: &RunRecord) -> Self {
+        let o = &r.outcome;
+        Self {
+            hook_id: r.hook_id.to_string(),
+            session_id: r.session_id.to_string(),
+            started_at: stamp::format(r.started_at),
+            finished_at: stamp::format(r.finished_at),
+            status: Some(o.status().to_string()),
+            exit_code: o.exit_code,
+            completed: o.completed,
+            num_turns: o.num_turns,
+            cost_usd: o.cost_usd,
+            usage: o.usage.map(|u| UsageDto {
+                input_tokens: u.input_tokens,
+                cache_creation_input_tokens: u.cache_creation_input_tokens,
+                cache_read_input_tokens: u.cache_read_input_tokens,
+                output_tokens: u.output_tokens,
+            }),
+            duration_ms: o.duration_ms,
+        }
+    }
+
+    pub fn to_record(&self) -> Option<RunRecord> {
+        Some(RunRecord {
+            hook_id: HookId::parse(&self.hook_id).ok()?,
+            session_id: SessionId::parse(&self.session_id).ok()?,
+            started_at: stamp::parse(&self.started_at)?,
+            finished_at: stamp::parse(&self.finished_at)?,
+            outcome: RunOutcome {
+                status: self.status.as_deref().map(Status::parse),
+                exit_code: self.exit_code,
+                completed: self.completed,
+                num_turns: self.num_turns,
+                cost_usd: self.cost_usd,
+                usage: self.usage.map(|u| Usage {
+                    input_tokens: u.input_tokens,
+                    cache_creation_input_tokens: u.cache_creation_input_tokens,
+                    cache_read_input_tokens: u.cache_read_input_tokens,
+                    output_tokens: u.output_tokens,
+                }),
+                duration_ms: self.duration_ms,
+                session_id: None,
+                result_text: None,
+            },
+        })
+    }
+}

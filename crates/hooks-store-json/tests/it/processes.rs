@@ -1,0 +1,246 @@
+//! Several real processes on one store, a writer killed mid-write, and the original Python
+//! module reading what this store writes.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+
+use super::*;
+
+fn helper() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hooks-store-helper"))
+}
+
+fn wait_ok(children: Vec<Child>) -> Vec<String> {
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "helper failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8(out.stdout).unwrap()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn four_processes_enqueue_1000_and_lose_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    JsonStore::open(dir.path(), now()).unwrap();
+    let kids: Vec<Child> = (0..4)
+        .map(|p| {
+            helper()
+                .args([
+                    "enqueue",
+                    dir.path().to_str().unwrap(),
+                    &(p * 250).to_string(),
+                    "250",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    wait_ok(kids);
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let pending = store.snapshot().await.unwrap().pending;
+    let mut sessions: Vec<String> = pending.iter().map(|p| p.session_id.to_string()).collect();
+    sessions.sort();
+    sessions.dedup();
+    assert_eq!(
+        (pending.len(), sessions.len()),
+        (1000, 1000),
+        "exactly 1,000 distinct entries"
+    );
+}
+
+#[tokio::test]
+async fn four_processes_claim_200_each_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let past = OffsetDateTime::now_utc() - Duration::minutes(1);
+    let entries = (0..200)
+        .map(|i| PendingEntry {
+            hook_id: post_task_id(),
+            session_id: SessionId::parse(&format!("c{i}")).unwrap(),
+            due_at: DueAt::At(past),
+            queued_at: Some(past),
+            retries: 0,
+            claim: None,
+        })
+        .collect();
+    store.enqueue(entries).await.unwrap();
+    let kids: Vec<Child> = (0..4)
+        .map(|p| {
+            helper()
+                .args(["claim", dir.path().to_str().unwrap(), &format!("owner{p}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs = wait_ok(kids);
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for line in outs.iter().flat_map(|o| o.lines()) {
+        *counts.entry(line.to_owned()).or_default() += 1;
+    }
+    assert_eq!(counts.len(), 200, "every entry was claimed");
+    assert!(
+        counts.values().all(|&n| n == 1),
+        "no entry was claimed twice: {counts:?}"
+    );
+    let per_owner: Vec<usize> = outs.iter().map(|o| o.lines().count()).collect();
+    eprintln!("claims per process: {per_owner:?}");
+    assert!(store.snapshot().await.unwrap().pending.is_empty());
+}
+
+#[tokio::test]
+async fn a_writer_killed_before_the_rename_leaves_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    JsonStore::open(dir.path(), now()).unwrap();
+    let path = dir.path().join(STORE_FILE);
+    let before = fs::read(&path).unwrap();
+    let out = helper()
+        .args(["create", dir.path().to_str().unwrap(), "Never Lands"])
+        .env("HOOKS_FAILPOINT", "after-temp-write")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the helper died at the failpoint");
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "the store file is the old one, intact"
+    );
+    let strays: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("hooks.json.tmp.")
+        })
+        .collect();
+    assert_eq!(strays.len(), 1, "the dead writer left its temp file");
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    assert_eq!(
+        store.snapshot().await.unwrap().hooks.len(),
+        1,
+        "the old file loads"
+    );
+    let left = fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("hooks.json.tmp.")
+        })
+        .count();
+    assert_eq!(left, 0, "the next open cleans the stray temp file up");
+}
+
+/// Runs the original module (read in place from `../shared`) on `dir`'s store file and
+/// prints what it sees. The module imports a sibling `cron` module; a minimal stand-in
+/// gives it the two names it reads at import time.
+fn original_module_reads(dir: &Path) -> Value {
+    let seed =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/reference/seed-hooks.py.txt");
+    assert!(
+        seed.exists(),
+        "{} is missing: the shared reference folder must sit beside the project",
+        seed.display()
+    );
+    let script = r#"
+import json, sys, types
+cron = types.ModuleType("cron")
+cron.PROMPT_DIR = ".claude/agents"
+for n in ("strip_frontmatter", "run_config", "frontmatter_block", "slugify"):
+    setattr(cron, n, lambda *a, **k: None)
+sys.modules["cron"] = cron
+src = open(sys.argv[1], encoding="utf-8").read().split("\n", 1)[1]
+mod = types.ModuleType("hooks")
+exec(compile(src, "hooks.py", "exec"), mod.__dict__)
+store = mod.HookStore(sys.argv[2])
+print(json.dumps({"hooks": sorted(h["id"] for h in store.list()),
+                  "delays": {h["id"]: h["delaySeconds"] for h in store.list()},
+                  "pending": [p["sessionId"] for p in store.pending()],
+                  "due": [p["sessionId"] for p in store.due_entries()]}))
+"#;
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            script,
+            seed.to_str().unwrap(),
+            dir.join(STORE_FILE).to_str().unwrap(),
+        ])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the original module failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn the_original_module_loads_what_this_store_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let spec = HookSpec::new(
+        "Second Hook",
+        PromptFile::parse(".claude/agents/hooks/second.md").unwrap(),
+    )
+    .unwrap();
+    store.create_hook(spec, now()).await.unwrap();
+    let entries = ["a1", "b2"]
+        .iter()
+        .map(|s| PendingEntry {
+            hook_id: post_task_id(),
+            session_id: SessionId::parse(s).unwrap(),
+            due_at: DueAt::At(now()),
+            queued_at: Some(now()),
+            retries: 0,
+            claim: None,
+        })
+        .collect();
+    store.enqueue(entries).await.unwrap();
+    // A claim adds fields the original must ignore.
+    store
+        .claim_due(now(), "me", Duration::seconds(60), 1)
+        .await
+        .unwrap();
+    let seen = original_module_reads(dir.path());
+    assert_eq!(
+        seen["hooks"],
+        serde_json::json!(["post-task", "second-hook"])
+    );
+    assert_eq!(seen["delays"]["post-task"], 10);
+    assert_eq!(seen["pending"], serde_json::json!(["a1", "b2"]));
+    assert_eq!(
+        seen["due"],
+        serde_json::json!(["a1", "b2"]),
+        "our timestamps parse in the original"
+    );
+}
+
+#[tokio::test]
+async fn the_original_module_and_this_store_agree_on_a_file_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::copy(fixture("original-v1.json"), dir.path().join(STORE_FILE)).unwrap();
+    let seen = original_module_reads(dir.path());
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let snap = store.snapshot().await.unwrap();
+    for h in &snap.hooks {
+        assert_eq!(
+            seen["delays"][h.id.as_str()],
+            h.delay.seconds(),
+            "delay of {}",
+            h.id
+        );
+    }
+}
