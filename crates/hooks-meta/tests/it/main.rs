@@ -1,1 +1,5 @@
+//! Session files and transcript facts, on real files.
 
+mod own_transcripts;
+mod real_transcripts;
+mod sessions;

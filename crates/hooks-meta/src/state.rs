@@ -1,0 +1,257 @@
+//! Per-session state files.
+//!
+//! `<data-dir>/sessions/<id>.json`:
+//! `{"sessionId", "cwd", "transcriptPath", "origin", "hooks": {"<hookId>": "<iso>"}}`.
+//! `hooks` is the map of once-per-hook stamps; it is merged, never replaced, and a stamp is
+//! only ever removed with its whole file by an explicit prune. Changes hold the lock file
+//! `sessions/.lock`, so a stamp is a test-and-set across processes: of two processes
+//! stamping one (hook, session) pair, exactly one wins. Files are written to a temp file,
+//! fsynced and renamed; folders are `0700`, files `0600`.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use hooks_core::ports::{MetaError, StampResult};
+use hooks_core::stamp::{self, Timestamp};
+use hooks_core::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+const LOCK_FILE: &str = ".lock";
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionDto {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    transcript_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<String>,
+    #[serde(default)]
+    hooks: BTreeMap<String, String>,
+    #[serde(flatten)]
+    extra: Map<String, Value>,
+}
+
+impl SessionDto {
+    fn to_state(&self) -> SessionState {
+        SessionState {
+            cwd: self.cwd.clone(),
+            transcript_path: self.transcript_path.clone(),
+            origin: self.origin.as_deref().and_then(|o| Origin::parse(o).ok()),
+            stamps: self
+                .hooks
+                .iter()
+                .filter_map(|(k, v)| Some((HookId::parse(k).ok()?, stamp::parse(v)?)))
+                .collect(),
+        }
+    }
+}
+
+/// The session files in one data folder.
+#[derive(Debug, Clone)]
+pub struct SessionFiles {
+    dir: PathBuf,
+}
+
+fn io(path: &Path, what: &str, e: &std::io::Error) -> MetaError {
+    MetaError::Io(format!("could not {what} {}: {e}", path.display()))
+}
+
+struct Lock(File);
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+impl SessionFiles {
+    pub fn new(data_dir: &Path) -> Self {
+        Self {
+            dir: data_dir.join("sessions"),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of a session. A `SessionId` is validated, so it is a safe file name.
+    pub fn path(&self, session: &SessionId) -> PathBuf {
+        self.dir.join(format!("{}.json", session.as_str()))
+    }
+
+    fn lock(&self) -> Result<Lock, MetaError> {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)
+            .map_err(|e| io(&self.dir, "create", &e))?;
+        let p = self.dir.join(LOCK_FILE);
+        let f = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(&p)
+            .map_err(|e| io(&p, "open", &e))?;
+        f.lock().map_err(|e| io(&p, "lock", &e))?;
+        Ok(Lock(f))
+    }
+
+    fn read_dto(&self, session: &SessionId) -> Result<SessionDto, MetaError> {
+        let path = self.path(session);
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+                MetaError::Corrupt(format!(
+                    "{}: not a valid session file at line {}, column {}: {e}",
+                    path.display(),
+                    e.line(),
+                    e.column()
+                ))
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SessionDto::default()),
+            Err(e) => Err(io(&path, "read", &e)),
+        }
+    }
+
+    fn write_dto(&self, session: &SessionId, dto: &SessionDto) -> Result<(), MetaError> {
+        let path = self.path(session);
+        let tmp = self
+            .dir
+            .join(format!(".{}.tmp.{}", session.as_str(), std::process::id()));
+        let bytes = serde_json::to_vec_pretty(dto).map_err(|e| MetaError::Io(e.to_string()))?;
+        let r = (|| -> std::io::Result<()> {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)?;
+            File::open(&self.dir)?.sync_all()
+        })();
+        r.map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            io(&path, "write", &e)
+        })
+    }
+
+    /// The session's state; a session never seen has the default (empty) state.
+    pub fn read(&self, session: &SessionId) -> Result<SessionState, MetaError> {
+        Ok(self.read_dto(session)?.to_state())
+    }
+
+    /// Merges what an event said about the session. Writes only when something changed.
+    pub fn remember(
+        &self,
+        session: &SessionId,
+        u: &SessionUpdate,
+    ) -> Result<SessionState, MetaError> {
+        let apply = |d: &mut SessionDto| -> bool {
+            let mut changed = d.session_id.is_none();
+            d.session_id = Some(session.to_string());
+            for (field, value) in [
+                (&mut d.cwd, &u.cwd),
+                (&mut d.transcript_path, &u.transcript_path),
+            ] {
+                if value.is_some() && field != value {
+                    field.clone_from(value);
+                    changed = true;
+                }
+            }
+            if let Some(o) = u.origin
+                && d.origin.as_deref() != Some(o.as_str())
+            {
+                d.origin = Some(o.as_str().to_owned());
+                changed = true;
+            }
+            changed
+        };
+        // Most events repeat what is already known: check without the lock first.
+        let mut peek = self.read_dto(session)?;
+        if !apply(&mut peek) {
+            return Ok(peek.to_state());
+        }
+        let _lock = self.lock()?;
+        let mut d = self.read_dto(session)?;
+        if apply(&mut d) {
+            self.write_dto(session, &d)?;
+        }
+        Ok(d.to_state())
+    }
+
+    /// Test-and-set of the (hook, session) stamp.
+    pub fn stamp(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        at: Timestamp,
+    ) -> Result<StampResult, MetaError> {
+        let _lock = self.lock()?;
+        let mut d = self.read_dto(session)?;
+        if let Some(prev) = d.hooks.get(hook.as_str()) {
+            // An unreadable stamp still counts as stamped: never fire twice.
+            return Ok(StampResult::Lost {
+                at: stamp::parse(prev).unwrap_or(at),
+            });
+        }
+        d.session_id = Some(session.to_string());
+        d.hooks.insert(hook.to_string(), stamp::format(at));
+        self.write_dto(session, &d)?;
+        Ok(StampResult::Won)
+    }
+
+    /// Removes session files not changed for `older_than` whose session has nothing
+    /// pending. The only way a stamp ever goes. Returns the sessions removed.
+    pub fn prune(
+        &self,
+        older_than: std::time::Duration,
+        keep: &HashSet<SessionId>,
+    ) -> Result<Vec<SessionId>, MetaError> {
+        let _lock = self.lock()?;
+        let cutoff = SystemTime::now()
+            .checked_sub(older_than)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let mut removed = Vec::new();
+        let rd = fs::read_dir(&self.dir).map_err(|e| io(&self.dir, "list", &e))?;
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(id) = name
+                .strip_suffix(".json")
+                .and_then(|s| SessionId::parse(s).ok())
+            else {
+                continue;
+            };
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m < cutoff);
+            if old && !keep.contains(&id) {
+                fs::remove_file(e.path()).map_err(|err| io(&e.path(), "remove", &err))?;
+                removed.push(id);
+            }
+        }
+        Ok(removed)
+    }
+
+    /// How many session files there are.
+    pub fn count(&self) -> usize {
+        fs::read_dir(&self.dir).map_or(0, |rd| {
+            rd.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+    }
+}

@@ -1,0 +1,237 @@
+//! Facts read from a Claude Code transcript (`<session>.jsonl`).
+//!
+//! The file is read from its end in chunks of [`CHUNK`] bytes, at most [`MAX_SCAN_BYTES`]
+//! in all, and from its head for at most one chunk: the work does not grow with the
+//! transcript. Lines that are partial (the file is being appended to), blank, not JSON or
+//! of an unknown type are passed over.
+//!
+//! - context tokens: the last `assistant` line with `message.usage` that is not synthetic
+//!   (`message.model` `<synthetic>`, `isApiErrorMessage`) and, in a main transcript, not a
+//!   sidechain line: `input + cache_creation_input + cache_read_input` tokens;
+//! - the last assistant text: every text block of that last assistant message, which
+//!   Claude Code may have split over several lines sharing one `message.id`;
+//! - subagent or not: the path (`…/subagents/agent-*.jsonl`, legacy `agent-*.jsonl`) or the
+//!   first conversation line's `isSidechain: true`;
+//! - the `cwd` of the last line that has one, and the file's last change.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+use hooks_core::{TranscriptFacts, is_subagent_path};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// How much is read at a time.
+pub const CHUNK: usize = 64 * 1024;
+/// The most read from the end of one transcript.
+pub const MAX_SCAN_BYTES: u64 = 16 * 1024 * 1024;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Line {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    is_sidechain: Option<bool>,
+    #[serde(default)]
+    is_api_error_message: Option<bool>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    message: Option<Message>,
+}
+
+#[derive(Deserialize)]
+struct Message {
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<UsageLine>,
+    #[serde(default)]
+    content: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct UsageLine {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl Line {
+    fn is_synthetic(&self) -> bool {
+        self.is_api_error_message == Some(true)
+            || self.message.as_ref().and_then(|m| m.model.as_deref()) == Some("<synthetic>")
+    }
+    fn texts(&self) -> Vec<String> {
+        match self.message.as_ref().and_then(|m| m.content.as_ref()) {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(blocks)) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// Reads a file's lines from the end, one chunk at a time, within a byte budget.
+struct RevLines {
+    file: File,
+    pos: u64,
+    buf: Vec<u8>,
+    budget: u64,
+}
+
+impl RevLines {
+    fn new(file: File, len: u64, budget: u64) -> Self {
+        Self {
+            file,
+            pos: len,
+            buf: Vec::new(),
+            budget,
+        }
+    }
+
+    fn next_line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+        loop {
+            if let Some(i) = self.buf.iter().rposition(|&b| b == b'\n') {
+                let line = self.buf.split_off(i + 1);
+                self.buf.truncate(i);
+                if line.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Ok(Some(line));
+                }
+                continue;
+            }
+            if self.pos == 0 || self.budget == 0 {
+                // The start of the file, or the budget is spent: what is left is the first
+                // line (or part of a line too long to read) and is returned once.
+                return Ok(
+                    (self.pos == 0 && !self.buf.is_empty()).then(|| std::mem::take(&mut self.buf))
+                );
+            }
+            let n = (CHUNK as u64).min(self.pos).min(self.budget);
+            let start = self.pos - n;
+            let mut chunk = vec![0u8; n as usize];
+            self.file.seek(SeekFrom::Start(start))?;
+            self.file.read_exact(&mut chunk)?;
+            chunk.extend_from_slice(&self.buf);
+            self.buf = chunk;
+            self.pos = start;
+            self.budget -= n;
+        }
+    }
+}
+
+fn parse(line: &[u8]) -> Option<Line> {
+    serde_json::from_slice(line).ok()
+}
+
+/// Whether the first conversation line (user or assistant) in the head of the file says
+/// `isSidechain: true`.
+fn head_says_sidechain(file: &mut File) -> std::io::Result<bool> {
+    let mut head = vec![0u8; CHUNK];
+    let n = file.read(&mut head)?;
+    head.truncate(n);
+    for raw in head.split(|&b| b == b'\n') {
+        if let Some(l) = parse(raw)
+            && matches!(l.kind.as_deref(), Some("user" | "assistant"))
+        {
+            return Ok(l.is_sidechain == Some(true));
+        }
+    }
+    Ok(false)
+}
+
+/// Reads the facts of the transcript at `path`.
+pub fn read_facts(path: &Path) -> std::io::Result<TranscriptFacts> {
+    read_facts_counted(path).map(|(f, _)| f)
+}
+
+/// [`read_facts`], also returning how many bytes were read from the end of the file: the
+/// measure of its cost, which must not grow with the file.
+pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let last_change = meta.modified().ok().map(time::OffsetDateTime::from);
+    let path_str = path.to_string_lossy().into_owned();
+    let subagent = is_subagent_path(&path_str) || head_says_sidechain(&mut file)?;
+    let mut facts = TranscriptFacts {
+        path: path_str,
+        subagent,
+        last_change,
+        ..TranscriptFacts::default()
+    };
+
+    let mut lines = RevLines::new(file, meta.len(), MAX_SCAN_BYTES);
+    // The id of the last assistant message, and its text blocks gathered back to front.
+    let mut last_msg: Option<Option<String>> = None;
+    let mut texts_rev: Vec<String> = Vec::new();
+    let mut text_done = false;
+    while let Some(raw) = lines.next_line()? {
+        if facts.context_tokens.is_some() && text_done && facts.cwd.is_some() {
+            break;
+        }
+        // Cheap filter: only lines that can matter are parsed.
+        let has_cwd = facts.cwd.is_none() && contains(&raw, b"\"cwd\"");
+        let maybe_assistant = contains(&raw, b"\"assistant\"");
+        let maybe_turn_start = last_msg.is_some() && !text_done && contains(&raw, b"\"user\"");
+        if !has_cwd && !maybe_assistant && !maybe_turn_start {
+            continue;
+        }
+        let Some(line) = parse(&raw) else { continue };
+        if facts.cwd.is_none() {
+            facts.cwd.clone_from(&line.cwd);
+        }
+        if !subagent && line.is_sidechain == Some(true) {
+            continue;
+        }
+        if line.kind.as_deref() == Some("user") && last_msg.is_some() {
+            // The turn that holds the last assistant message starts here: its text is whole.
+            text_done = true;
+            continue;
+        }
+        if line.kind.as_deref() != Some("assistant") || line.is_synthetic() {
+            continue;
+        }
+        let id = line.message.as_ref().and_then(|m| m.id.clone());
+        if !text_done {
+            match &last_msg {
+                None => {
+                    last_msg = Some(id.clone());
+                    texts_rev.extend(line.texts().into_iter().rev());
+                }
+                Some(prev) if prev.is_some() && *prev == id => {
+                    texts_rev.extend(line.texts().into_iter().rev())
+                }
+                Some(_) => text_done = true,
+            }
+        }
+        if facts.context_tokens.is_none()
+            && let Some(u) = line.message.as_ref().and_then(|m| m.usage.as_ref())
+            && u.input_tokens.is_some()
+        {
+            facts.context_tokens = Some(
+                u.input_tokens.unwrap_or(0)
+                    + u.cache_creation_input_tokens.unwrap_or(0)
+                    + u.cache_read_input_tokens.unwrap_or(0),
+            );
+        }
+    }
+    if last_msg.is_some() {
+        texts_rev.reverse();
+        facts.last_assistant_text = Some(texts_rev.join("\n"));
+    }
+    Ok((facts, MAX_SCAN_BYTES - lines.budget))
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}

@@ -1,0 +1,190 @@
+//! Transcripts written by this project for the cases the real ones don't show.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use hooks_meta::{read_facts, read_facts_counted};
+use serde_json::json;
+
+fn assistant(id: &str, text: &str, usage: (u64, u64, u64), sidechain: bool) -> String {
+    json!({"type": "assistant", "uuid": format!("u-{id}-{text}"), "isSidechain": sidechain, "cwd": "/work/proj",
+        "sessionId": "s", "message": {"id": id, "model": "claude-x", "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "usage": {"input_tokens": usage.0, "cache_creation_input_tokens": usage.1, "cache_read_input_tokens": usage.2, "output_tokens": 3}}})
+    .to_string()
+}
+
+fn user(text: &str) -> String {
+    json!({"type": "user", "isSidechain": false, "cwd": "/work/proj", "message": {"role": "user", "content": text}}).to_string()
+}
+
+fn write(dir: &Path, name: &str, lines: &[String], tail: &str) -> PathBuf {
+    let p = dir.join(name);
+    let mut f = std::fs::File::create(&p).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
+    }
+    f.write_all(tail.as_bytes()).unwrap();
+    p
+}
+
+#[test]
+fn a_partial_last_line_is_passed_over() {
+    let d = tempfile::tempdir().unwrap();
+    let full = assistant("m2", "half", (9, 9, 9), false);
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            user("hi"),
+            assistant("m1", "all done\nDONE", (10, 20, 30), false),
+        ],
+        &full[..full.len() / 2],
+    );
+    let f = read_facts(&p).unwrap();
+    assert_eq!(f.context_tokens, Some(60));
+    assert_eq!(f.last_assistant_text.as_deref(), Some("all done\nDONE"));
+}
+
+#[test]
+fn synthetic_api_errors_at_the_end_are_not_the_context() {
+    let d = tempfile::tempdir().unwrap();
+    let synthetic = json!({"type": "assistant", "isSidechain": false, "isApiErrorMessage": true, "error": "authentication_failed",
+        "message": {"id": "x", "model": "<synthetic>", "content": [{"type": "text", "text": "API Error"}],
+        "usage": {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}).to_string();
+    let model_only = json!({"type": "assistant", "isSidechain": false,
+        "message": {"id": "y", "model": "<synthetic>", "content": [{"type": "text", "text": "No response requested."}],
+        "usage": {"input_tokens": 0}}}).to_string();
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            assistant("m1", "real", (1000, 200, 30), false),
+            synthetic,
+            model_only,
+            String::new(),
+            "garbage {".into(),
+        ],
+        "",
+    );
+    let f = read_facts(&p).unwrap();
+    assert_eq!(f.context_tokens, Some(1230));
+    assert_eq!(f.last_assistant_text.as_deref(), Some("real"));
+}
+
+#[test]
+fn after_a_compact_boundary_the_reduced_context_counts() {
+    let d = tempfile::tempdir().unwrap();
+    let boundary = json!({"type": "system", "subtype": "compact_boundary", "compactMetadata": {"trigger": "auto", "preTokens": 150000}}).to_string();
+    let summary = json!({"type": "user", "isCompactSummary": true, "message": {"role": "user", "content": "summary"}}).to_string();
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            assistant("m1", "big", (5, 1000, 149_000), false),
+            boundary,
+            summary,
+            assistant("m2", "small", (5, 4000, 0), false),
+        ],
+        "",
+    );
+    assert_eq!(read_facts(&p).unwrap().context_tokens, Some(4005));
+}
+
+#[test]
+fn sidechain_lines_at_the_end_of_a_main_file_are_skipped() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            user("go"),
+            assistant("m1", "main says\nDONE", (1, 2, 3), false),
+            assistant("side", "sub says", (100, 200, 300), true),
+        ],
+        "",
+    );
+    let f = read_facts(&p).unwrap();
+    assert!(
+        !f.subagent,
+        "a main file with some sidechain lines is not a subagent's"
+    );
+    assert_eq!(
+        (f.context_tokens, f.last_assistant_text.as_deref()),
+        (Some(6), Some("main says\nDONE"))
+    );
+}
+
+#[test]
+fn one_response_split_over_lines_is_one_message() {
+    let d = tempfile::tempdir().unwrap();
+    let thinking = json!({"type": "assistant", "isSidechain": false, "message": {"id": "m2", "model": "claude-x",
+        "content": [{"type": "thinking", "thinking": "hmm"}], "usage": {"input_tokens": 7, "cache_read_input_tokens": 70}}}).to_string();
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            assistant("m1", "earlier", (1, 1, 1), false),
+            user("next"),
+            thinking,
+            assistant("m2", "part one", (7, 0, 70), false),
+            assistant("m2", "part two\nDONE", (7, 0, 70), false),
+            json!({"type": "unknown-kind", "x": 1}).to_string(),
+        ],
+        "",
+    );
+    let f = read_facts(&p).unwrap();
+    assert_eq!(
+        f.last_assistant_text.as_deref(),
+        Some("part one\npart two\nDONE")
+    );
+    assert_eq!(f.context_tokens, Some(77));
+}
+
+#[test]
+fn the_tail_read_costs_the_same_for_a_large_transcript() {
+    let d = tempfile::tempdir().unwrap();
+    let filler = user(&"x".repeat(4000));
+    let ending = [assistant("last", "end\nDONE", (1, 2, 3), false)];
+    let small = write(
+        d.path(),
+        "small.jsonl",
+        &[filler.clone()]
+            .iter()
+            .cloned()
+            .chain(ending.iter().cloned())
+            .collect::<Vec<_>>(),
+        "",
+    );
+    let mut big_lines: Vec<String> = std::iter::repeat_n(filler, 12_000).collect(); // ~48 MB
+    big_lines.extend(ending.iter().cloned());
+    let big = write(d.path(), "big.jsonl", &big_lines, "");
+    assert!(std::fs::metadata(&big).unwrap().len() > 40_000_000);
+    let (fs, read_small) = read_facts_counted(&small).unwrap();
+    let (fb, read_big) = read_facts_counted(&big).unwrap();
+    assert_eq!(fs.context_tokens, fb.context_tokens);
+    assert_eq!(fb.last_assistant_text.as_deref(), Some("end\nDONE"));
+    assert!(
+        read_big <= 64 * 1024,
+        "the big file needed {read_big} bytes from its end"
+    );
+    assert!(read_small <= 64 * 1024);
+    assert_eq!(fb.cwd.as_deref(), Some("/work/proj"));
+}
+
+#[test]
+fn a_huge_last_line_is_read_within_the_budget() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            assistant("m1", "before", (1, 1, 1), false),
+            user(&"y".repeat(3_000_000)),
+        ],
+        "",
+    );
+    let (f, read) = read_facts_counted(&p).unwrap();
+    assert_eq!(f.context_tokens, Some(3));
+    assert!(read < 3_200_000);
+}
