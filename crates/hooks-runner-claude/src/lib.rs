@@ -1,1 +1,251 @@
-//! hooks-runner-claude
+//! The runner port over the `claude` CLI.
+//!
+//! `claude -p --resume <session> --output-format json [options] -- <prompt>`, in the
+//! session's cwd, stdin from `/dev/null`, the environment inherited plus
+//! `HOOKS_APP_FOLLOW_UP=<hookId>` (so the follow-up's own hooks know to stay quiet). The
+//! child leads its own process group: at the timeout the group gets SIGTERM, then SIGKILL
+//! after the grace period, and when the child exits anything left in its group is killed,
+//! so no process of a run outlives it. Output kept is bounded.
+
+mod result;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use hooks_core::ports::{RunRequest, Runner, RunnerError};
+use hooks_core::{RunOutcome, Status};
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::process::Command;
+
+pub use result::parse_outcome;
+
+/// The variable a follow-up run carries, naming its hook.
+pub const FOLLOW_UP_ENV: &str = "HOOKS_APP_FOLLOW_UP";
+
+/// Settings of the runner.
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    /// The `claude` binary: a path, or a name looked up on `PATH`.
+    pub program: PathBuf,
+    /// How long a run may take before it is stopped.
+    pub timeout: Duration,
+    /// How long a stopped run gets between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// The most of stdout kept (the result object is on stdout).
+    pub max_stdout: usize,
+    /// The most of stderr kept.
+    pub max_stderr: usize,
+    /// Variables set on the child beyond the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// Inherited variables removed from the child's environment.
+    pub env_remove: Vec<String>,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            program: PathBuf::from("claude"),
+            timeout: Duration::from_secs(30 * 60),
+            grace: Duration::from_secs(10),
+            max_stdout: 8 * 1024 * 1024,
+            max_stderr: 64 * 1024,
+            env: Vec::new(),
+            env_remove: Vec::new(),
+        }
+    }
+}
+
+/// Runs follow-ups with the `claude` CLI.
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeRunner {
+    config: RunnerConfig,
+}
+
+/// What a bounded read kept.
+#[derive(Debug, Default)]
+struct Captured {
+    bytes: Vec<u8>,
+    dropped: u64,
+}
+
+async fn read_bounded(mut r: impl AsyncRead + Unpin, max: usize) -> Captured {
+    let mut c = Captured::default();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => return c,
+            Ok(n) => {
+                let room = max.saturating_sub(c.bytes.len()).min(n);
+                c.bytes.extend_from_slice(&buf[..room]);
+                c.dropped += (n - room) as u64;
+            }
+        }
+    }
+}
+
+fn signal_group(pgid: u32, sig: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals a process group; it has no memory
+        // effects. The group is the one this runner created for the child.
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+/// The arguments of one run, prompt last after `--`.
+pub fn command_args(req: &RunRequest) -> Vec<String> {
+    let mut args = vec![
+        "-p".to_owned(),
+        "--resume".to_owned(),
+        req.session_id.to_string(),
+        "--output-format".to_owned(),
+        "json".to_owned(),
+    ];
+    args.extend(req.prompt.options.to_args());
+    args.push("--".to_owned());
+    args.push(req.prompt.body.clone());
+    args
+}
+
+impl ClaudeRunner {
+    pub fn new(config: RunnerConfig) -> Self {
+        Self { config }
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    /// `claude --version`, for `doctor`.
+    pub async fn version(&self) -> Result<String, String> {
+        let out = Command::new(&self.config.program)
+            .arg("--version")
+            .stdin(Stdio::null())
+            .kill_on_drop(true)
+            .output();
+        match tokio::time::timeout(Duration::from_secs(20), out).await {
+            Ok(Ok(o)) if o.status.success() => {
+                Ok(String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            }
+            Ok(Ok(o)) => Err(format!(
+                "exited with {:?}: {}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(_) => Err("timed out".to_owned()),
+        }
+    }
+}
+
+#[async_trait]
+impl Runner for ClaudeRunner {
+    async fn run(&self, req: &RunRequest) -> Result<RunOutcome, RunnerError> {
+        // Values reach the command line only through the core's validated types, but check
+        // the options once more here: this is the last line before a process is started.
+        for v in req.prompt.options.to_args().iter().skip(1).step_by(2) {
+            if v.starts_with('-') || v.contains('\n') {
+                return Err(RunnerError::Invalid(hooks_core::ValidationError::new(
+                    "prompt options",
+                    format!("{v:?} looks like a flag or spans lines"),
+                )));
+            }
+        }
+        let program = self.config.program.display().to_string();
+        let cwd = std::path::Path::new(&req.cwd);
+        if !cwd.is_dir() {
+            return Err(RunnerError::Spawn {
+                program,
+                message: format!("the session's directory {} does not exist", req.cwd),
+            });
+        }
+        let mut cmd = Command::new(&self.config.program);
+        for k in &self.config.env_remove {
+            cmd.env_remove(k);
+        }
+        cmd.envs(self.config.env.iter().map(|(k, v)| (k, v)));
+        cmd.args(command_args(req))
+            .current_dir(cwd)
+            .env(FOLLOW_UP_ENV, req.hook_id.as_str())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let started = Instant::now();
+        let mut child = cmd.spawn().map_err(|e| RunnerError::Spawn {
+            program: program.clone(),
+            message: e.to_string(),
+        })?;
+        let pgid = child.id().unwrap_or(0);
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            signal_group(pgid, libc::SIGKILL);
+            return Err(RunnerError::Spawn {
+                program,
+                message: "its output pipes were not set up".to_owned(),
+            });
+        };
+        let out = tokio::spawn(read_bounded(stdout, self.config.max_stdout));
+        let err = tokio::spawn(read_bounded(stderr, self.config.max_stderr));
+
+        let mut timed_out = false;
+        let status = match tokio::time::timeout(self.config.timeout, child.wait()).await {
+            Ok(s) => s,
+            Err(_) => {
+                timed_out = true;
+                signal_group(pgid, libc::SIGTERM);
+                match tokio::time::timeout(self.config.grace, child.wait()).await {
+                    Ok(s) => s,
+                    Err(_) => {
+                        signal_group(pgid, libc::SIGKILL);
+                        child.wait().await
+                    }
+                }
+            }
+        };
+        // Whatever the child left behind in its group goes with it.
+        signal_group(pgid, libc::SIGKILL);
+        let collect = |h: tokio::task::JoinHandle<Captured>| async move {
+            let abort = h.abort_handle();
+            match tokio::time::timeout(Duration::from_secs(5), h).await {
+                Ok(Ok(c)) => c,
+                _ => {
+                    abort.abort();
+                    Captured::default()
+                }
+            }
+        };
+        let (stdout, stderr) = (collect(out).await, collect(err).await);
+        let elapsed = started.elapsed();
+        let status = status.map_err(|e| RunnerError::Spawn {
+            program,
+            message: format!("waiting for it failed: {e}"),
+        })?;
+
+        let mut outcome = parse_outcome(status.code(), &stdout.bytes, &stderr.bytes);
+        if outcome.duration_ms.is_none() {
+            outcome.duration_ms = Some(elapsed.as_millis() as u64);
+        }
+        if timed_out {
+            let t = self.config.timeout;
+            outcome.status = Some(Status::error(format!(
+                "timed out after {}s and was stopped (SIGTERM, then SIGKILL after {}s)",
+                t.as_secs(),
+                self.config.grace.as_secs()
+            )));
+        } else if stdout.dropped > 0 && outcome.status.as_ref().is_some_and(Status::is_ok) {
+            // Unreachable in practice (the result is one object), kept for the record.
+            outcome.status = Some(Status::error(format!(
+                "output over {} bytes was cut",
+                self.config.max_stdout
+            )));
+        }
+        Ok(outcome)
+    }
+}
