@@ -1,1 +1,105 @@
-//! hooks-app
+//! hooks-app: the command line, the daemon and the Claude Code hook entry point.
+//!
+//! This is the one place that picks concrete adapters (the JSON store, the session files
+//! and transcripts, the claude runner, prompt files on disk, the system clock) and hands
+//! them to the core's `Service`. `main.rs` only calls [`run`].
+
+mod claude_hook;
+mod cli;
+mod commands;
+mod context;
+mod daemon;
+mod doctor;
+mod install;
+mod prompts;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use hooks_core::ValidationError;
+use hooks_core::ports::StoreError;
+use hooks_core::service::ServiceError;
+
+pub use context::Context;
+pub use prompts::DEFAULT_POST_TASK_PROMPT;
+
+/// A failure, with the exit code it maps to: 1 for a runtime failure, 2 for bad usage or
+/// invalid input.
+#[derive(Debug)]
+pub struct AppError {
+    pub code: u8,
+    pub message: String,
+}
+
+impl AppError {
+    pub fn runtime(m: impl Into<String>) -> Self {
+        Self {
+            code: 1,
+            message: m.into(),
+        }
+    }
+    pub fn invalid(m: impl Into<String>) -> Self {
+        Self {
+            code: 2,
+            message: m.into(),
+        }
+    }
+}
+
+impl From<ValidationError> for AppError {
+    fn from(e: ValidationError) -> Self {
+        AppError::invalid(e.to_string())
+    }
+}
+
+impl From<StoreError> for AppError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::HookNotFound(_) | StoreError::Invalid(_) => {
+                AppError::invalid(e.to_string())
+            }
+            other => AppError::runtime(other.to_string()),
+        }
+    }
+}
+
+impl From<ServiceError> for AppError {
+    fn from(e: ServiceError) -> Self {
+        match e {
+            ServiceError::Store(s) => s.into(),
+            ServiceError::Invalid(v) => v.into(),
+            ServiceError::Meta(m) => AppError::runtime(m.to_string()),
+        }
+    }
+}
+
+pub type AppResult<T = ()> = Result<T, AppError>;
+
+/// Runs the command line with the process's arguments and returns its exit code.
+pub fn run() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            // A malformed `claude-hook` call must never exit 2: Claude would block on it.
+            let hook_call = std::env::args().any(|a| a == "claude-hook");
+            return match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    ExitCode::SUCCESS
+                }
+                _ if hook_call => ExitCode::from(1),
+                _ => ExitCode::from(2),
+            };
+        }
+    };
+    match commands::dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {}", e.message.lines().next().unwrap_or(""));
+            for more in e.message.lines().skip(1) {
+                eprintln!("  {more}");
+            }
+            ExitCode::from(e.code)
+        }
+    }
+}

@@ -412,6 +412,55 @@ impl Service {
         Ok(FireAction::Ran(Box::new(record)))
     }
 
+    /// Whether this process is running a follow-up on `session` right now (it has stamped
+    /// the session and started the runner).
+    pub fn is_running(&self, session: &SessionId) -> bool {
+        self.running
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(session)
+    }
+
+    /// Records a run that was stopped because the process is shutting down: the run log,
+    /// the hook's status `error: interrupted by shutdown`, and the entry removed. The stamp
+    /// stays, so it is never run again.
+    pub async fn record_interrupted(
+        &self,
+        entry: &PendingEntry,
+        started_at: Timestamp,
+    ) -> Result<(), ServiceError> {
+        let status = Status::error("interrupted by shutdown");
+        let record = RunRecord {
+            hook_id: entry.hook_id.clone(),
+            session_id: entry.session_id.clone(),
+            started_at,
+            finished_at: self.now(),
+            outcome: RunOutcome {
+                status: Some(status.clone()),
+                ..RunOutcome::default()
+            },
+        };
+        self.ports.store.append_run(&record).await?;
+        let hook_record = HookRecord {
+            status,
+            fired_at: Some(started_at),
+        };
+        match self
+            .ports
+            .store
+            .complete(&entry.key(), &self.config.owner, Some(hook_record.clone()))
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => Ok(self
+                .ports
+                .store
+                .record(&entry.hook_id, &entry.session_id, hook_record)
+                .await?),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub async fn list_hooks(&self) -> Result<Vec<Hook>, ServiceError> {
         Ok(self.ports.store.snapshot().await?.hooks)
     }

@@ -98,6 +98,16 @@ fn signal_group(pgid: u32, sig: libc::c_int) {
     }
 }
 
+/// Kills a run's process group when the run is dropped, finished or not: a run cancelled
+/// mid-way (the daemon stopping it) leaves no process behind either.
+struct GroupGuard(u32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.0, libc::SIGKILL);
+    }
+}
+
 /// The arguments of one run, prompt last after `--`.
 pub fn command_args(req: &RunRequest) -> Vec<String> {
     let mut args = vec![
@@ -184,6 +194,7 @@ impl Runner for ClaudeRunner {
             message: e.to_string(),
         })?;
         let pgid = child.id().unwrap_or(0);
+        let _group = GroupGuard(pgid);
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             signal_group(pgid, libc::SIGKILL);
             return Err(RunnerError::Spawn {

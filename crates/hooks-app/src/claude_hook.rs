@@ -1,0 +1,110 @@
+//! `hooks-app claude-hook`: one Claude Code hook event on stdin.
+//!
+//! A `Stop` whose last assistant message ends with the `DONE` line queues the hooks;
+//! any other `Stop`, and `SubagentStop`, change nothing. `SessionEnd` queues only on the
+//! entry installed with `--trigger session-end` (which passes `--on session-end`). Events
+//! coming from this app's own follow-up runs are ignored. Malformed or oversized input
+//! exits 1 with one line on stderr and changes nothing; this command never exits 2, which
+//! would block Claude.
+
+use std::io::Read;
+use std::process::ExitCode;
+
+use hooks_core::service::{Config, NotifyEvent};
+use hooks_core::*;
+use serde::Deserialize;
+
+use crate::cli::HookTrigger;
+use crate::{AppError, AppResult, Context, context};
+
+/// The most read from stdin.
+pub const MAX_INPUT: u64 = 1024 * 1024;
+
+/// The fields of a hook input this command reads; the rest are ignored.
+#[derive(Debug, Deserialize)]
+struct HookInput {
+    hook_event_name: String,
+    session_id: String,
+    #[serde(default)]
+    transcript_path: Option<String>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    last_assistant_message: Option<String>,
+    #[serde(default)]
+    agent_id: Option<String>,
+}
+
+pub fn run(ctx: &Context, on: Option<HookTrigger>) -> ExitCode {
+    match handle(ctx, on, &mut std::io::stdin().lock()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!(
+                "hooks-app claude-hook: {}",
+                e.message.lines().next().unwrap_or("failed")
+            );
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppResult {
+    if std::env::var_os(hooks_runner_claude::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
+        // A follow-up's own Stop or SessionEnd: the app started that run.
+        return Ok(());
+    }
+    let mut buf = Vec::new();
+    stdin
+        .take(MAX_INPUT + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
+    if buf.len() as u64 > MAX_INPUT {
+        return Err(AppError::invalid(format!(
+            "stdin: the hook input is over {MAX_INPUT} bytes"
+        )));
+    }
+    let input: HookInput = serde_json::from_slice(&buf)
+        .map_err(|e| AppError::invalid(format!("stdin: not a Claude Code hook input ({e})")))?;
+    let queue = match input.hook_event_name.as_str() {
+        "Stop" => {
+            let text = match &input.last_assistant_message {
+                Some(t) => Some(t.clone()),
+                None => input
+                    .transcript_path
+                    .as_deref()
+                    .and_then(|p| hooks_meta::read_facts(std::path::Path::new(p)).ok())
+                    .and_then(|f| f.last_assistant_text),
+            };
+            text.is_some_and(|t| ends_with_marker(&t, DONE_MARKER))
+        }
+        "SessionEnd" => on == Some(HookTrigger::SessionEnd),
+        _ => false,
+    };
+    if !queue {
+        return Ok(());
+    }
+    let session = SessionId::parse(&input.session_id)?;
+    let origin = match std::env::var("HOOKS_APP_ORIGIN") {
+        Ok(o) if o == "cron" => Some(Origin::Cron),
+        _ => None,
+    };
+    let event = NotifyEvent {
+        session,
+        event: Event::ConversationDone,
+        update: SessionUpdate {
+            cwd: input.cwd.filter(|c| !c.is_empty()),
+            transcript_path: input.transcript_path,
+            origin,
+        },
+        subagent: input.agent_id.is_some(),
+    };
+    let (service, _) = ctx.service(
+        ctx.runner(std::time::Duration::from_secs(1)),
+        Config::new(context::owner_id()),
+    )?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
+    rt.block_on(service.notify(&event))?;
+    Ok(())
+}

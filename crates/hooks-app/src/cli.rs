@@ -1,0 +1,259 @@
+//! The command line, as clap types. Parsing only: no behaviour here.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "hooks-app",
+    version,
+    about = "Runs follow-up prompts in finished Claude Code conversations.",
+    long_about = "Runs follow-up prompts in finished Claude Code conversations.\n\n\
+        When an agent ends its reply with DONE, every enabled hook is queued for that \
+        conversation; when a hook's delay has passed, the conversation is resumed with the \
+        hook's prompt (claude -p --resume), at most once per hook and session.\n\n\
+        Start with: hooks-app init && hooks-app install && hooks-app serve"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Where the store, session files and run log live [default: $XDG_DATA_HOME/hooks-app or ~/.local/share/hooks-app]
+    #[arg(long, global = true, env = "HOOKS_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Where prompt files are looked up after the session's own project [default: the current directory]
+    #[arg(long, global = true, env = "HOOKS_WORKSPACE", value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Claude Code's folder, holding settings.json and projects/ [default: $CLAUDE_CONFIG_DIR or ~/.claude]
+    #[arg(long, global = true, env = "CLAUDE_CONFIG_DIR", value_name = "DIR")]
+    pub claude_home: Option<PathBuf>,
+    /// The claude binary [default: claude on PATH]
+    #[arg(long, global = true, env = "HOOKS_CLAUDE_BIN", value_name = "PATH")]
+    pub claude_bin: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the data folder, seed the store and write the default prompt if missing
+    Init,
+    /// List, show, create, change and delete hooks
+    #[command(subcommand)]
+    Hooks(HooksCmd),
+    /// The queue of follow-ups waiting to fire
+    Pending(JsonFlag),
+    /// Past firings of a hook
+    History {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Runs of follow-ups, with their cost and tokens, newest last
+    Runs {
+        #[arg(long, value_name = "ID")]
+        hook: Option<String>,
+        #[arg(long, value_name = "S")]
+        session: Option<String>,
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// What the app knows about a conversation ("why was it skipped?")
+    Session {
+        session: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Queue the hooks for an event in a conversation
+    Notify {
+        #[arg(long, value_name = "S")]
+        session: String,
+        #[arg(long, default_value = "conversation-done")]
+        event: String,
+        #[arg(long, value_name = "DIR")]
+        cwd: Option<String>,
+        #[arg(long, value_name = "PATH")]
+        transcript: Option<String>,
+        /// `cron` marks a cron-spawned session
+        #[arg(long)]
+        origin: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Read one Claude Code hook event on stdin (run by Claude Code's own hooks)
+    ClaudeHook {
+        /// Set on the SessionEnd entry that `install --trigger session-end` writes
+        #[arg(long, value_enum)]
+        on: Option<HookTrigger>,
+    },
+    /// Add the claude-hook entries to Claude Code's settings.json
+    Install(InstallArgs),
+    /// Remove the claude-hook entries from Claude Code's settings.json
+    Uninstall(UninstallArgs),
+    /// Remove session files older than DAYS with nothing pending (the only way a stamp goes)
+    Prune {
+        #[arg(long, value_name = "DAYS")]
+        older_than: u64,
+    },
+    /// Fire what is due now, wait for those runs, and exit
+    Tick(RunArgs),
+    /// The daemon: fire follow-ups as they come due, until SIGTERM or SIGINT
+    Serve(ServeArgs),
+    /// A summary: hooks, the queue, recent runs, whether a daemon is running
+    Status(JsonFlag),
+    /// Check the set-up and say how to fix each problem
+    Doctor(JsonFlag),
+}
+
+#[derive(Debug, Args, Clone, Copy)]
+pub struct JsonFlag {
+    /// One JSON value on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCmd {
+    /// The hooks, as a table
+    List(JsonFlag),
+    /// One hook
+    Show {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Create a hook; prints its id
+    Create {
+        name: String,
+        #[arg(long, value_name = "P")]
+        prompt_file: String,
+        #[arg(long, value_name = "S")]
+        delay: Option<String>,
+        #[arg(long, value_name = "E")]
+        event: Option<String>,
+        #[arg(long, value_name = "K")]
+        max_context_k: Option<String>,
+        #[arg(long)]
+        disabled: bool,
+        /// Also follow up cron-spawned sessions
+        #[arg(long)]
+        include_cron: bool,
+        /// Also follow up subagent conversations
+        #[arg(long)]
+        include_subagents: bool,
+    },
+    /// Change a hook
+    Update {
+        id: String,
+        #[arg(long)]
+        name: Option<String>,
+        #[arg(long, value_name = "P")]
+        prompt_file: Option<String>,
+        #[arg(long, value_name = "S")]
+        delay: Option<String>,
+        #[arg(long, value_name = "E")]
+        event: Option<String>,
+        #[arg(long, value_name = "K")]
+        max_context_k: Option<String>,
+        #[arg(long, conflicts_with = "disabled")]
+        enabled: bool,
+        #[arg(long)]
+        disabled: bool,
+        #[arg(long, conflicts_with = "skip_cron")]
+        include_cron: bool,
+        #[arg(long)]
+        skip_cron: bool,
+        #[arg(long, conflicts_with = "skip_subagents")]
+        include_subagents: bool,
+        #[arg(long)]
+        skip_subagents: bool,
+    },
+    /// Enable a hook
+    Enable { id: String },
+    /// Disable a hook (queued entries are dropped when due)
+    Disable { id: String },
+    /// Delete a hook and its queued entries
+    Delete { id: String },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    /// $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json
+    User,
+    /// <workspace>/.claude/settings.json
+    Project,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Trigger {
+    /// Claude's Stop event: queue when the reply ends with the DONE line
+    Stop,
+    /// Claude's SessionEnd event: queue when the session ends
+    SessionEnd,
+    /// Both
+    Both,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookTrigger {
+    SessionEnd,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    #[arg(long, value_enum, default_value_t = Scope::User)]
+    pub scope: Scope,
+    #[arg(long, value_enum, default_value_t = Trigger::Stop)]
+    pub trigger: Trigger,
+    /// Show what would change and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    #[arg(long, value_enum, default_value_t = Scope::User)]
+    pub scope: Scope,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Follow-ups run at once (one per session)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// Seconds a follow-up may run before it is stopped
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub run_timeout: u64,
+    /// Seconds a claim lasts without renewal (a dead daemon's entries come back after this)
+    #[arg(long, default_value_t = 90, value_name = "SECS", value_parser = clap::value_parser!(u64).range(3..=3600))]
+    pub claim_ttl: u64,
+    /// Seconds a conversation must have been quiet before it is resumed
+    #[arg(long, default_value_t = 5, value_name = "SECS")]
+    pub quiet_period: u64,
+    /// Log lines as JSON
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Seconds to wait for running follow-ups on SIGTERM/SIGINT before stopping them
+    #[arg(long, default_value_t = 30, value_name = "S")]
+    pub shutdown_grace: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}

@@ -1,0 +1,554 @@
+//! Every command but the hook entry point, the daemon, install and doctor: parse the
+//! input into the core's validated types, call the service, print a table or `--json`.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use hooks_core::ports::{HookStore, SessionMeta};
+use hooks_core::service::{Config, NotifyEvent, NotifyOutcome, Service};
+use hooks_core::stamp;
+use hooks_core::*;
+use hooks_store_json::{hook_json, pending_json, run_json};
+use serde_json::{Value, json};
+
+use crate::cli::{Cli, Command, HooksCmd};
+use crate::{AppError, AppResult, Context, claude_hook, context, daemon, doctor, install, prompts};
+
+pub fn block_on<F: Future>(f: F) -> AppResult<F::Output> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
+    Ok(rt.block_on(f))
+}
+
+pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
+    let ctx = Context::resolve(&cli.global)?;
+    match cli.command {
+        Command::ClaudeHook { on } => return Ok(claude_hook::run(&ctx, on)),
+        Command::Init => init(&ctx)?,
+        Command::Hooks(h) => hooks(&ctx, h)?,
+        Command::Pending(j) => pending(&ctx, j.json)?,
+        Command::History { id, json } => history(&ctx, &id, json.json)?,
+        Command::Runs {
+            hook,
+            session,
+            limit,
+            json,
+        } => runs(&ctx, hook, session, limit, json.json)?,
+        Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
+        Command::Notify {
+            session,
+            event,
+            cwd,
+            transcript,
+            origin,
+            json,
+        } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
+        Command::Install(a) => install::install(&ctx, &a)?,
+        Command::Uninstall(a) => install::uninstall(&ctx, &a)?,
+        Command::Prune { older_than } => prune(&ctx, older_than)?,
+        Command::Tick(a) => return daemon::tick(&ctx, &a),
+        Command::Serve(a) => return daemon::serve(&ctx, &a),
+        Command::Status(j) => doctor::status(&ctx, j.json)?,
+        Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A service for commands that run nothing.
+fn service(ctx: &Context) -> AppResult<(Service, hooks_store_json::JsonStore)> {
+    ctx.service(
+        ctx.runner(Duration::from_secs(1)),
+        Config::new(context::owner_id()),
+    )
+}
+
+pub fn print_json(v: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
+    );
+}
+
+/// Prints rows as a table with aligned columns.
+pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<width$}  ", width = w[i]));
+            }
+        }
+        println!("{}", s.trim_end());
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for r in rows {
+        line(r.clone());
+    }
+}
+
+fn init(ctx: &Context) -> AppResult {
+    let existed = ctx.data_dir.join(hooks_store_json::STORE_FILE).exists();
+    let store = ctx.open_store()?;
+    block_on(store.snapshot())??;
+    println!(
+        "{} {}",
+        if existed {
+            "store already there:"
+        } else {
+            "created the store, seeded with the post-task hook:"
+        },
+        store.path().display()
+    );
+    match prompts::write_default_prompt(&ctx.workspace) {
+        Ok(Some(p)) => println!("wrote the default prompt: {}", p.display()),
+        Ok(None) => println!(
+            "prompt already there: {}",
+            ctx.workspace
+                .join(PROMPT_DIR)
+                .join("post-task.md")
+                .display()
+        ),
+        Err(e) => {
+            return Err(AppError::runtime(format!(
+                "could not write the default prompt in {}: {e}",
+                ctx.workspace.display()
+            )));
+        }
+    }
+    println!("next: `hooks-app install` to add the Claude Code hook, then `hooks-app serve`");
+    Ok(())
+}
+
+fn yes(b: bool) -> String {
+    if b { "yes".into() } else { "no".into() }
+}
+
+fn hook_row(h: &Hook) -> Vec<String> {
+    vec![
+        h.id.to_string(),
+        yes(h.enabled),
+        format!("{}s", h.delay.seconds()),
+        if h.max_context.k() == 0 {
+            "none".into()
+        } else {
+            format!("{}k", h.max_context.k())
+        },
+        h.prompt_file.to_string(),
+        h.last_status
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+fn hook_id(s: &str) -> AppResult<HookId> {
+    Ok(HookId::parse(s)?)
+}
+
+fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
+    let (svc, _) = service(ctx)?;
+    match cmd {
+        HooksCmd::List(j) => {
+            let hooks = block_on(svc.list_hooks())??;
+            if j.json {
+                print_json(&Value::Array(hooks.iter().map(hook_json).collect()));
+            } else {
+                print_table(
+                    &[
+                        "ID",
+                        "ENABLED",
+                        "DELAY",
+                        "MAX CONTEXT",
+                        "PROMPT",
+                        "LAST STATUS",
+                    ],
+                    &hooks.iter().map(hook_row).collect::<Vec<_>>(),
+                );
+            }
+        }
+        HooksCmd::Show { id, json } => {
+            let h = block_on(svc.get_hook(&hook_id(&id)?))??;
+            if json.json {
+                print_json(&hook_json(&h));
+            } else {
+                let rows = [
+                    ("id", h.id.to_string()),
+                    ("name", h.name.clone()),
+                    ("event", h.event.as_str().to_owned()),
+                    ("enabled", yes(h.enabled)),
+                    ("delay", format!("{}s", h.delay.seconds())),
+                    ("prompt file", h.prompt_file.to_string()),
+                    ("skip cron sessions", yes(h.skip_cron)),
+                    ("skip subagents", yes(h.skip_subagents)),
+                    (
+                        "max context",
+                        if h.max_context.k() == 0 {
+                            "no cap".into()
+                        } else {
+                            format!("{}k tokens", h.max_context.k())
+                        },
+                    ),
+                    (
+                        "created",
+                        h.created_at
+                            .map(stamp::format)
+                            .unwrap_or_else(|| "-".into()),
+                    ),
+                    (
+                        "last status",
+                        h.last_status
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_else(|| "-".into()),
+                    ),
+                    ("firings kept", h.history.len().to_string()),
+                ];
+                for (k, v) in rows {
+                    println!("{k:<20}{v}");
+                }
+            }
+        }
+        HooksCmd::Create {
+            name,
+            prompt_file,
+            delay,
+            event,
+            max_context_k,
+            disabled,
+            include_cron,
+            include_subagents,
+        } => {
+            let mut spec = HookSpec::new(&name, PromptFile::parse(&prompt_file)?)?;
+            if let Some(d) = delay {
+                spec.delay = Delay::parse(&d)?;
+            }
+            if let Some(e) = event {
+                spec.event = Event::parse(&e)?;
+            }
+            if let Some(k) = max_context_k {
+                spec.max_context = ContextCap::parse(&k)?;
+            }
+            spec.enabled = !disabled;
+            spec.skip_cron = !include_cron;
+            spec.skip_subagents = !include_subagents;
+            warn_missing_prompt(ctx, &spec.prompt_file);
+            let h = block_on(svc.create_hook(spec))??;
+            println!("{}", h.id);
+        }
+        HooksCmd::Update {
+            id,
+            name,
+            prompt_file,
+            delay,
+            event,
+            max_context_k,
+            enabled,
+            disabled,
+            include_cron,
+            skip_cron,
+            include_subagents,
+            skip_subagents,
+        } => {
+            let flag = |on: bool, off: bool| {
+                if on {
+                    Some(true)
+                } else if off {
+                    Some(false)
+                } else {
+                    None
+                }
+            };
+            let patch = HookPatch {
+                name: name.as_deref().map(validate_name).transpose()?,
+                event: event.as_deref().map(Event::parse).transpose()?,
+                delay: delay.as_deref().map(Delay::parse).transpose()?,
+                prompt_file: prompt_file.as_deref().map(PromptFile::parse).transpose()?,
+                enabled: flag(enabled, disabled),
+                skip_cron: flag(skip_cron, include_cron),
+                skip_subagents: flag(skip_subagents, include_subagents),
+                max_context: max_context_k
+                    .as_deref()
+                    .map(ContextCap::parse)
+                    .transpose()?,
+            };
+            if patch.is_empty() {
+                return Err(AppError::invalid(
+                    "hooks update: nothing to change (give at least one option)",
+                ));
+            }
+            if let Some(p) = &patch.prompt_file {
+                warn_missing_prompt(ctx, p);
+            }
+            let h = block_on(svc.update_hook(&hook_id(&id)?, &patch))??;
+            println!("{}", h.id);
+        }
+        HooksCmd::Enable { id } => {
+            block_on(svc.set_enabled(&hook_id(&id)?, true))??;
+            println!("{id} enabled");
+        }
+        HooksCmd::Disable { id } => {
+            block_on(svc.set_enabled(&hook_id(&id)?, false))??;
+            println!("{id} disabled");
+        }
+        HooksCmd::Delete { id } => {
+            let dropped = block_on(svc.delete_hook(&hook_id(&id)?))??;
+            println!(
+                "{id} deleted ({dropped} queued entr{} dropped)",
+                if dropped == 1 { "y" } else { "ies" }
+            );
+        }
+    }
+    Ok(())
+}
+
+fn warn_missing_prompt(ctx: &Context, p: &PromptFile) {
+    let path = ctx.workspace.join(p.as_str());
+    if !path.exists() {
+        eprintln!(
+            "note: {} does not exist yet; it is looked up in each session's project, then in {}",
+            p,
+            ctx.workspace.display()
+        );
+    }
+}
+
+fn pending(ctx: &Context, json: bool) -> AppResult {
+    let store = ctx.open_store()?;
+    let snap = block_on(store.snapshot())??;
+    if json {
+        print_json(&Value::Array(
+            snap.pending.iter().map(pending_json).collect(),
+        ));
+        return Ok(());
+    }
+    let now = time::OffsetDateTime::now_utc();
+    let rows: Vec<Vec<String>> = snap
+        .pending
+        .iter()
+        .map(|p| {
+            vec![
+                p.hook_id.to_string(),
+                p.session_id.to_string(),
+                p.due_at.to_string(),
+                p.retries.to_string(),
+                match &p.claim {
+                    Some(c) if c.expires_at > now => format!("claimed by {}", c.owner),
+                    _ if p.due_at.is_due(now) => "due".into(),
+                    _ => "waiting".into(),
+                },
+            ]
+        })
+        .collect();
+    print_table(&["HOOK", "SESSION", "DUE AT", "RETRIES", "STATE"], &rows);
+    Ok(())
+}
+
+fn history(ctx: &Context, id: &str, json: bool) -> AppResult {
+    let (svc, _) = service(ctx)?;
+    let h = block_on(svc.get_hook(&hook_id(id)?))??;
+    if json {
+        print_json(&Value::Array(
+            h.history
+                .entries()
+                .iter()
+                .map(|e| json!({"at": e.key, "sessionId": e.session}))
+                .collect(),
+        ));
+    } else {
+        print_table(
+            &["AT", "SESSION"],
+            &h.history
+                .entries()
+                .iter()
+                .map(|e| vec![e.key.clone(), e.session.clone()])
+                .collect::<Vec<_>>(),
+        );
+    }
+    Ok(())
+}
+
+fn runs(
+    ctx: &Context,
+    hook: Option<String>,
+    session: Option<String>,
+    limit: Option<usize>,
+    json: bool,
+) -> AppResult {
+    let store = ctx.open_store()?;
+    let filter = RunFilter {
+        hook_id: hook.as_deref().map(HookId::parse).transpose()?,
+        session_id: session.as_deref().map(SessionId::parse).transpose()?,
+        limit,
+    };
+    let runs = block_on(store.runs(&filter))??;
+    if json {
+        print_json(&Value::Array(runs.iter().map(run_json).collect()));
+        return Ok(());
+    }
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let o = &r.outcome;
+            let tokens = o.usage.map(|u| {
+                let input = u.input_tokens.unwrap_or(0)
+                    + u.cache_creation_input_tokens.unwrap_or(0)
+                    + u.cache_read_input_tokens.unwrap_or(0);
+                format!("{input} in / {} out", u.output_tokens.unwrap_or(0))
+            });
+            vec![
+                stamp::format(r.started_at),
+                r.hook_id.to_string(),
+                r.session_id.to_string(),
+                o.status().to_string(),
+                opt(o.completed.map(yes)),
+                opt(o.cost_usd.map(|c| format!("${c:.4}"))),
+                opt(tokens),
+                opt(o.duration_ms.map(|d| format!("{:.1}s", d as f64 / 1000.0))),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "STARTED",
+            "HOOK",
+            "SESSION",
+            "STATUS",
+            "COMPLETED",
+            "COST",
+            "TOKENS",
+            "DURATION",
+        ],
+        &rows,
+    );
+    Ok(())
+}
+
+fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
+    let sid = SessionId::parse(session)?;
+    let meta = ctx.meta();
+    let facts = block_on(meta.facts(&sid))?.map_err(|e| AppError::runtime(e.to_string()))?;
+    let t = facts.transcript.as_ref();
+    let known_subagent = t.is_some() || facts.state.transcript_path.is_some();
+    let v = json!({
+        "sessionId": sid.as_str(),
+        "transcriptPath": t.map(|t| t.path.clone()).or_else(|| facts.state.transcript_path.clone()),
+        "cwd": facts.cwd(),
+        "subagent": known_subagent.then(|| facts.is_subagent()),
+        "contextTokens": t.and_then(|t| t.context_tokens),
+        "lastChange": t.and_then(|t| t.last_change).map(stamp::format),
+        "origin": facts.state.origin.map(Origin::as_str),
+        "stamps": facts.state.stamps.iter().map(|(k, v)| (k.to_string(), Value::from(stamp::format(*v)))).collect::<serde_json::Map<_, _>>(),
+    });
+    if json {
+        print_json(&v);
+        return Ok(());
+    }
+    let show = |x: &Value| match x {
+        Value::Null => "unknown".to_owned(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => yes(*b),
+        other => other.to_string(),
+    };
+    for (k, label) in [
+        ("sessionId", "session"),
+        ("transcriptPath", "transcript"),
+        ("cwd", "cwd"),
+        ("subagent", "subagent"),
+        ("contextTokens", "context tokens"),
+        ("lastChange", "last change"),
+        ("origin", "origin"),
+    ] {
+        println!("{label:<16}{}", show(&v[k]));
+    }
+    if facts.state.stamps.is_empty() {
+        println!("{:<16}none (no hook has fired for this session)", "stamps");
+    }
+    for (h, at) in &facts.state.stamps {
+        println!("{:<16}{h} fired at {}", "stamp", stamp::format(*at));
+    }
+    Ok(())
+}
+
+fn notify(
+    ctx: &Context,
+    session: &str,
+    event: &str,
+    cwd: Option<String>,
+    transcript: Option<String>,
+    origin: Option<String>,
+    json: bool,
+) -> AppResult {
+    let ev = NotifyEvent {
+        session: SessionId::parse(session)?,
+        event: Event::parse(event)?,
+        update: SessionUpdate {
+            cwd: cwd.map(|c| {
+                std::path::absolute(&c)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or(c)
+            }),
+            transcript_path: transcript,
+            origin: origin.as_deref().map(Origin::parse).transpose()?,
+        },
+        subagent: false,
+    };
+    let (svc, _) = service(ctx)?;
+    let reports = block_on(svc.notify(&ev))??;
+    if json {
+        print_json(&Value::Array(
+            reports
+                .iter()
+                .map(|r| match &r.outcome {
+                    NotifyOutcome::Queued { due_at } => json!({"hookId": r.hook_id.as_str(), "outcome": "queued", "reason": null, "dueAt": stamp::format(*due_at)}),
+                    NotifyOutcome::Skipped(why) => json!({"hookId": r.hook_id.as_str(), "outcome": "skipped", "reason": why.to_string(), "dueAt": null}),
+                })
+                .collect(),
+        ));
+    } else {
+        for r in &reports {
+            match &r.outcome {
+                NotifyOutcome::Queued { due_at } => {
+                    println!("{}: queued, due {}", r.hook_id, stamp::format(*due_at))
+                }
+                NotifyOutcome::Skipped(why) => println!("{}: skipped ({why})", r.hook_id),
+            }
+        }
+        if reports.is_empty() {
+            println!("no hook listens to {event}");
+        }
+    }
+    Ok(())
+}
+
+fn prune(ctx: &Context, days: u64) -> AppResult {
+    let store = ctx.open_store()?;
+    let keep: HashSet<SessionId> = block_on(store.snapshot())??
+        .pending
+        .into_iter()
+        .map(|p| p.session_id)
+        .collect();
+    let removed = ctx
+        .meta()
+        .files()
+        .prune(Duration::from_secs(days.saturating_mul(86_400)), &keep)
+        .map_err(|e| AppError::runtime(e.to_string()))?;
+    println!(
+        "removed {} session file{} older than {days} days",
+        removed.len(),
+        if removed.len() == 1 { "" } else { "s" }
+    );
+    Ok(())
+}

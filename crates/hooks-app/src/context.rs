@@ -1,0 +1,144 @@
+//! Where things are, resolved once from flags, environment and defaults, and the adapters
+//! built from them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hooks_core::ports::Clock;
+use hooks_core::service::{Config, Ports, Service};
+use hooks_core::stamp::Timestamp;
+use hooks_meta::MetaStore;
+use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
+use hooks_store_json::JsonStore;
+
+use crate::cli::Global;
+use crate::prompts::FilePrompts;
+use crate::{AppError, AppResult};
+
+/// The resolved paths.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub data_dir: PathBuf,
+    /// Whether the data folder was chosen by flag or variable (and must be passed on to
+    /// the hook command that `install` writes).
+    pub data_dir_explicit: bool,
+    pub workspace: PathBuf,
+    pub claude_home: PathBuf,
+    pub claude_bin: PathBuf,
+}
+
+fn home() -> AppResult<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| AppError::runtime("HOME is not set: pass --data-dir and --claude-home"))
+}
+
+fn absolute(p: &Path) -> AppResult<PathBuf> {
+    std::path::absolute(p).map_err(|e| AppError::invalid(format!("{}: {e}", p.display())))
+}
+
+impl Context {
+    pub fn resolve(g: &Global) -> AppResult<Self> {
+        let data_dir_explicit = g.data_dir.is_some();
+        let data_dir = match &g.data_dir {
+            Some(d) => absolute(d)?,
+            None => match std::env::var_os("XDG_DATA_HOME").filter(|x| !x.is_empty()) {
+                Some(x) => PathBuf::from(x).join("hooks-app"),
+                None => home()?.join(".local/share/hooks-app"),
+            },
+        };
+        let workspace = match &g.workspace {
+            Some(w) => absolute(w)?,
+            None => std::env::current_dir()
+                .map_err(|e| AppError::runtime(format!("current directory: {e}")))?,
+        };
+        let claude_home = match g.claude_home.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+            Some(c) => absolute(c)?,
+            None => home()?.join(".claude"),
+        };
+        let claude_bin = g
+            .claude_bin
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("claude"));
+        Ok(Self {
+            data_dir,
+            data_dir_explicit,
+            workspace,
+            claude_home,
+            claude_bin,
+        })
+    }
+
+    pub fn open_store(&self) -> AppResult<JsonStore> {
+        Ok(JsonStore::open(&self.data_dir, SystemClock.now())?)
+    }
+
+    pub fn meta(&self) -> MetaStore {
+        MetaStore::new(&self.data_dir, &self.claude_home)
+    }
+
+    pub fn runner(&self, timeout: Duration) -> ClaudeRunner {
+        ClaudeRunner::new(RunnerConfig {
+            program: self.claude_bin.clone(),
+            timeout,
+            ..RunnerConfig::default()
+        })
+    }
+
+    /// The core service over the real adapters.
+    pub fn service(&self, runner: ClaudeRunner, config: Config) -> AppResult<(Service, JsonStore)> {
+        let store = self.open_store()?;
+        let ports = Ports {
+            store: Arc::new(store.clone()),
+            meta: Arc::new(self.meta()),
+            runner: Arc::new(runner),
+            prompts: Arc::new(FilePrompts::new(&self.workspace)),
+            clock: Arc::new(SystemClock),
+        };
+        Ok((Service::new(ports, config), store))
+    }
+
+    /// The shell-quoted absolute path of this binary, as hook commands name it.
+    pub fn self_command(&self) -> AppResult<String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
+        let mut cmd = shell_quote(&exe.to_string_lossy());
+        if self.data_dir_explicit {
+            cmd.push_str(" --data-dir ");
+            cmd.push_str(&shell_quote(&self.data_dir.to_string_lossy()));
+        }
+        Ok(cmd)
+    }
+}
+
+/// Quotes `s` for a POSIX shell when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The system clock, in UTC.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        time::OffsetDateTime::now_utc()
+    }
+}
+
+/// A claim owner unique to this process: host, pid and start time.
+pub fn owner_id() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into());
+    let nonce = time::OffsetDateTime::now_utc().unix_timestamp_nanos() % 1_000_000_000;
+    format!("{host}:{}:{nonce}", std::process::id())
+}

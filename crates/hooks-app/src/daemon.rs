@@ -1,0 +1,379 @@
+//! `serve` and `tick`: claim due entries, fire them with bounded concurrency, log each
+//! decision.
+//!
+//! `serve` sleeps until the next due time, and notices another process's changes to the
+//! store by a cheap `stat` of the store file every 250 ms (its inode, size and modification
+//! time change with every rename). It claims only as many entries as it has free slots, in
+//! one store write per pass, and renews its claims while runs go on. On SIGTERM or SIGINT it
+//! stops claiming, gives back what it has not started, waits up to the grace period for
+//! running follow-ups, then stops them and records `error: interrupted by shutdown`.
+
+use std::collections::{HashMap, VecDeque};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hooks_core::decide::Policy;
+use hooks_core::ports::HookStore;
+use hooks_core::service::{Config, FireAction, FireReport, Service, ServiceError};
+use hooks_core::stamp::{self, Timestamp};
+use hooks_core::*;
+use hooks_store_json::JsonStore;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::task::JoinSet;
+use tokio::time::{Instant, sleep_until};
+use tracing::{error, info, warn};
+
+use crate::cli::{LogFormat, RunArgs, ServeArgs};
+use crate::{AppError, AppResult, Context, context};
+
+fn init_logging(format: LogFormat) {
+    let b = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => b.try_init(),
+        LogFormat::Json => b.json().flatten_event(true).try_init(),
+    };
+}
+
+fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
+    let config = Config {
+        policy: Policy {
+            quiet_period: time::Duration::seconds(a.quiet_period as i64),
+            ..Policy::default()
+        },
+        claim_ttl: time::Duration::seconds(a.claim_ttl as i64),
+        owner: context::owner_id(),
+    };
+    let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout)), config)?;
+    Ok((Arc::new(svc), store))
+}
+
+fn runtime() -> AppResult<tokio::runtime::Runtime> {
+    // One thread: the runs are child processes, and the store's work is short. It also
+    // keeps the parent-death signal of children tied to a thread that lives as long as
+    // the daemon.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))
+}
+
+/// Holds a shared lock on `serve.lock` while a daemon runs, so `status` and `doctor` can
+/// tell whether one is running (several may run at once).
+struct DaemonMark(#[allow(dead_code)] std::fs::File);
+
+fn mark_running(dir: &Path) -> Option<DaemonMark> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("serve.lock"))
+        .ok()?;
+    f.lock_shared().ok()?;
+    Some(DaemonMark(f))
+}
+
+/// Whether some daemon holds `serve.lock`.
+pub fn daemon_running(dir: &Path) -> bool {
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .open(dir.join("serve.lock"))
+    else {
+        return false;
+    };
+    match f.try_lock() {
+        Ok(()) => {
+            let _ = f.unlock();
+            false
+        }
+        Err(_) => true,
+    }
+}
+
+pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
+    init_logging(a.run.log_format);
+    let (svc, store) = build(ctx, &a.run)?;
+    let _mark = mark_running(&ctx.data_dir);
+    info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, "serving");
+    let grace = Duration::from_secs(a.shutdown_grace);
+    runtime()?.block_on(Loop::new(svc, store, &a.run, Mode::Serve).run(grace))?;
+    info!("stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn tick(ctx: &Context, a: &RunArgs) -> AppResult<ExitCode> {
+    init_logging(a.log_format);
+    let (svc, store) = build(ctx, a)?;
+    runtime()?.block_on(Loop::new(svc, store, a, Mode::Tick).run(Duration::from_secs(30)))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Mode {
+    Serve,
+    Tick,
+}
+
+/// The identity of the store file's current version, as `stat` sees it.
+fn file_sig(p: &Path) -> Option<(u64, u64, i64, i64)> {
+    std::fs::metadata(p)
+        .ok()
+        .map(|m| (m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+}
+
+struct Running {
+    entry: PendingEntry,
+    started_at: Timestamp,
+}
+
+struct Loop {
+    svc: Arc<Service>,
+    store: JsonStore,
+    concurrency: usize,
+    renew_every: Duration,
+    mode: Mode,
+    tasks: JoinSet<Result<FireReport, ServiceError>>,
+    running: HashMap<tokio::task::Id, Running>,
+    waiting: VecDeque<PendingEntry>,
+}
+
+fn log_report(r: &FireReport) {
+    let (hook, session) = (r.key.hook_id.as_str(), r.key.session_id.as_str());
+    match &r.action {
+        FireAction::Dropped => info!(hook, session, "dropped: the hook was deleted or disabled"),
+        FireAction::Finished(status) => info!(hook, session, status = %status, "not run"),
+        FireAction::Retried {
+            due_at,
+            retries,
+            why,
+        } => {
+            info!(hook, session, retries, due_at = %stamp::format(*due_at), reason = %why, "put back")
+        }
+        FireAction::LostStamp { at } => {
+            info!(hook, session, stamped_at = %stamp::format(*at), "not run: another process fired it")
+        }
+        FireAction::Ran(run) => {
+            let o = &run.outcome;
+            info!(
+                hook,
+                session,
+                status = %o.status(),
+                completed = ?o.completed,
+                cost_usd = ?o.cost_usd,
+                duration_ms = ?o.duration_ms,
+                "finished"
+            )
+        }
+        FireAction::Fenced => warn!(
+            hook,
+            session, "the claim was lost before the result was written"
+        ),
+    }
+}
+
+impl Loop {
+    fn new(svc: Arc<Service>, store: JsonStore, a: &RunArgs, mode: Mode) -> Self {
+        Self {
+            svc,
+            store,
+            concurrency: usize::from(a.concurrency),
+            renew_every: Duration::from_secs((a.claim_ttl / 3).max(1)),
+            mode,
+            tasks: JoinSet::new(),
+            running: HashMap::new(),
+            waiting: VecDeque::new(),
+        }
+    }
+
+    fn start(&mut self, entry: PendingEntry) {
+        info!(
+            hook = entry.hook_id.as_str(),
+            session = entry.session_id.as_str(),
+            "firing"
+        );
+        let svc = self.svc.clone();
+        let e = entry.clone();
+        let handle = self.tasks.spawn(async move { svc.fire(&e).await });
+        self.running.insert(
+            handle.id(),
+            Running {
+                entry,
+                started_at: self.svc.now(),
+            },
+        );
+    }
+
+    fn held_keys(&self) -> Vec<EntryKey> {
+        self.running
+            .values()
+            .map(|r| r.entry.key())
+            .chain(self.waiting.iter().map(PendingEntry::key))
+            .collect()
+    }
+
+    async fn claim(&mut self, limit: usize) -> bool {
+        match self.svc.claim(limit).await {
+            Ok(c) => {
+                let got = !c.is_empty();
+                self.waiting.extend(c);
+                got
+            }
+            Err(e) => {
+                error!(error = %e, "claim failed");
+                false
+            }
+        }
+    }
+
+    /// When the next entry may become claimable, read from the store.
+    async fn next_wake(&self) -> Option<Timestamp> {
+        match self.store.snapshot().await {
+            Ok(s) => queue::next_wake(&s.pending, self.svc.now()),
+            Err(e) => {
+                error!(error = %e, "reading the store failed");
+                None
+            }
+        }
+    }
+
+    async fn run(mut self, grace: Duration) -> AppResult {
+        let mut term =
+            signal(SignalKind::terminate()).map_err(|e| AppError::runtime(e.to_string()))?;
+        let mut int =
+            signal(SignalKind::interrupt()).map_err(|e| AppError::runtime(e.to_string()))?;
+        let mut renew = tokio::time::interval(self.renew_every);
+        renew.reset();
+        let mut poll = tokio::time::interval(Duration::from_millis(250));
+        let mut sig = file_sig(self.store.path());
+        let mut deadline: Option<Instant> = None;
+        if self.mode == Mode::Tick {
+            self.claim(usize::MAX).await;
+        }
+        let mut recheck = true;
+        let mut wake: Option<Instant> = None;
+        loop {
+            if deadline.is_none() {
+                if self.mode == Mode::Serve && recheck {
+                    let free = self
+                        .concurrency
+                        .saturating_sub(self.running.len() + self.waiting.len());
+                    let claimed = free > 0 && self.claim(free).await;
+                    let now = self.svc.now();
+                    wake = self.next_wake().await.map(|t| {
+                        let secs = (t - now).as_seconds_f64().max(0.0);
+                        let at = Instant::now() + Duration::from_secs_f64(secs);
+                        // Due but not claimable now (its session is busy elsewhere, or
+                        // no slot is free): look again in a second, not in a busy loop.
+                        if secs == 0.0 && !claimed {
+                            at + Duration::from_secs(1)
+                        } else {
+                            at
+                        }
+                    });
+                    recheck = false;
+                }
+                while self.running.len() < self.concurrency {
+                    let Some(e) = self.waiting.pop_front() else {
+                        break;
+                    };
+                    self.start(e);
+                }
+            }
+            if self.running.is_empty()
+                && (deadline.is_some() || (self.mode == Mode::Tick && self.waiting.is_empty()))
+            {
+                break;
+            }
+            tokio::select! {
+                Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
+                    recheck = true;
+                    match done {
+                        Ok((id, Ok(report))) => { self.running.remove(&id); log_report(&report) }
+                        Ok((id, Err(e))) => {
+                            let r = self.running.remove(&id);
+                            error!(error = %e, hook = ?r.as_ref().map(|r| r.entry.hook_id.to_string()), session = ?r.as_ref().map(|r| r.entry.session_id.to_string()), "firing failed; the entry stays claimed until its claim expires");
+                        }
+                        Err(e) => {
+                            self.running.remove(&e.id());
+                            error!(error = %e, "a firing task ended abnormally");
+                        }
+                    }
+                }
+                _ = async { sleep_until(wake.unwrap_or_else(Instant::now)).await }, if wake.is_some() && deadline.is_none() => {
+                    recheck = true;
+                    wake = None;
+                }
+                _ = poll.tick(), if self.mode == Mode::Serve && deadline.is_none() => {
+                    let now_sig = file_sig(self.store.path());
+                    if now_sig != sig {
+                        sig = now_sig;
+                        recheck = true;
+                    }
+                }
+                _ = renew.tick() => {
+                    let keys = self.held_keys();
+                    if !keys.is_empty() && let Err(e) = self.svc.renew(&keys).await {
+                        error!(error = %e, "renewing claims failed");
+                    }
+                }
+                _ = term.recv(), if deadline.is_none() => deadline = Some(self.begin_shutdown("SIGTERM", grace).await),
+                _ = int.recv(), if deadline.is_none() => deadline = Some(self.begin_shutdown("SIGINT", grace).await),
+                _ = async { sleep_until(deadline.unwrap_or_else(Instant::now)).await }, if deadline.is_some() => {
+                    self.stop_running().await;
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn begin_shutdown(&mut self, signal: &str, grace: Duration) -> Instant {
+        let unstarted: Vec<EntryKey> = self.waiting.drain(..).map(|e| e.key()).collect();
+        info!(
+            signal,
+            running = self.running.len(),
+            released = unstarted.len(),
+            grace_s = grace.as_secs(),
+            "shutting down"
+        );
+        if let Err(e) = self.svc.release(&unstarted).await {
+            error!(error = %e, "releasing claims failed; they come back when they expire");
+        }
+        Instant::now() + grace
+    }
+
+    /// The grace period is over: stop what still runs and record it. A task that had not
+    /// started its run yet (no stamp) has its entry released instead.
+    async fn stop_running(&mut self) {
+        let mut interrupted = Vec::new();
+        let mut unstarted = Vec::new();
+        for r in self.running.values() {
+            if self.svc.is_running(&r.entry.session_id) {
+                interrupted.push((r.entry.clone(), r.started_at));
+            } else {
+                unstarted.push(r.entry.key());
+            }
+        }
+        self.tasks.abort_all();
+        while self.tasks.join_next().await.is_some() {}
+        self.running.clear();
+        for (entry, started_at) in interrupted {
+            warn!(
+                hook = entry.hook_id.as_str(),
+                session = entry.session_id.as_str(),
+                "stopped: interrupted by shutdown"
+            );
+            if let Err(e) = self.svc.record_interrupted(&entry, started_at).await {
+                error!(error = %e, "recording the interruption failed");
+            }
+        }
+        if let Err(e) = self.svc.release(&unstarted).await {
+            error!(error = %e, "releasing claims failed");
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! `status` (a summary) and `doctor` (checks of the set-up, each problem with the command
+//! that fixes it).
+
+use std::process::ExitCode;
+
+use hooks_core::ports::HookStore;
+use hooks_core::stamp;
+use hooks_core::*;
+use serde_json::{Value, json};
+
+use crate::commands::{block_on, print_json};
+use crate::daemon::daemon_running;
+use crate::{AppResult, Context, install, prompts::FilePrompts};
+
+pub fn status(ctx: &Context, as_json: bool) -> AppResult {
+    let store = ctx.open_store()?;
+    let snap = block_on(store.snapshot())??;
+    let now = time::OffsetDateTime::now_utc();
+    let due = snap
+        .pending
+        .iter()
+        .filter(|p| p.due_at.is_due(now) && !p.is_claimed(now))
+        .count();
+    let claimed = snap.pending.iter().filter(|p| p.is_claimed(now)).count();
+    let next = snap
+        .pending
+        .iter()
+        .filter_map(|p| p.due_at.time())
+        .filter(|t| *t > now)
+        .min();
+    let runs = block_on(store.runs(&RunFilter {
+        limit: Some(5),
+        ..RunFilter::default()
+    }))??;
+    let cost: f64 = block_on(store.runs(&RunFilter::default()))??
+        .iter()
+        .filter_map(|r| r.outcome.cost_usd)
+        .sum();
+    let running = daemon_running(&ctx.data_dir);
+    let v = json!({
+        "dataDir": ctx.data_dir.display().to_string(),
+        "daemonRunning": running,
+        "hooks": snap.hooks.len(),
+        "enabledHooks": snap.hooks.iter().filter(|h| h.enabled).count(),
+        "pending": snap.pending.len(),
+        "due": due,
+        "claimed": claimed,
+        "nextDueAt": next.map(stamp::format),
+        "totalCostUsd": cost,
+        "recentRuns": runs.iter().map(hooks_store_json::run_json).collect::<Vec<_>>(),
+    });
+    if as_json {
+        print_json(&v);
+        return Ok(());
+    }
+    println!("data dir      {}", ctx.data_dir.display());
+    println!(
+        "daemon        {}",
+        if running {
+            "running"
+        } else {
+            "not running (start it with `hooks-app serve`)"
+        }
+    );
+    println!(
+        "hooks         {} ({} enabled)",
+        snap.hooks.len(),
+        v["enabledHooks"]
+    );
+    println!(
+        "pending       {} ({due} due now, {claimed} claimed{})",
+        snap.pending.len(),
+        next.map(|t| format!(", next at {}", stamp::format(t)))
+            .unwrap_or_default()
+    );
+    println!("runs cost     ${cost:.4} in all");
+    for r in &runs {
+        println!(
+            "  {}  {}  {}  {}",
+            stamp::format(r.started_at),
+            r.hook_id,
+            r.session_id,
+            r.outcome.status()
+        );
+    }
+    Ok(())
+}
+
+struct Check {
+    name: &'static str,
+    ok: bool,
+    detail: String,
+    fix: Option<String>,
+}
+
+pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
+    let mut checks = Vec::new();
+    let data = ctx.data_dir.display().to_string();
+
+    let claude = block_on(ctx.runner(std::time::Duration::from_secs(1)).version())?;
+    checks.push(match claude {
+        Ok(v) => Check { name: "claude", ok: true, detail: format!("{} ({v})", ctx.claude_bin.display()), fix: None },
+        Err(e) => Check {
+            name: "claude",
+            ok: false,
+            detail: format!("{} does not run: {e}", ctx.claude_bin.display()),
+            fix: Some("npm install -g @anthropic-ai/claude-code, or pass --claude-bin PATH (HOOKS_CLAUDE_BIN)".into()),
+        },
+    });
+
+    let installed = install::installed_in(ctx);
+    checks.push(if installed.is_empty() {
+        Check {
+            name: "hook installed",
+            ok: false,
+            detail: format!(
+                "no claude-hook entry in {} or {}",
+                install::settings_path(ctx, crate::cli::Scope::User).display(),
+                install::settings_path(ctx, crate::cli::Scope::Project).display()
+            ),
+            fix: Some("hooks-app install --scope user".into()),
+        }
+    } else {
+        let where_: Vec<String> = installed
+            .iter()
+            .map(|(p, ev)| format!("{} ({})", p.display(), ev.join(", ")))
+            .collect();
+        Check {
+            name: "hook installed",
+            ok: true,
+            detail: where_.join("; "),
+            fix: None,
+        }
+    });
+
+    let writable = std::fs::create_dir_all(&ctx.data_dir).and_then(|()| {
+        let probe = ctx.data_dir.join(format!(".doctor.{}", std::process::id()));
+        std::fs::write(&probe, b"ok")?;
+        std::fs::remove_file(probe)
+    });
+    checks.push(match writable {
+        Ok(()) => Check {
+            name: "data dir writable",
+            ok: true,
+            detail: data.clone(),
+            fix: None,
+        },
+        Err(e) => Check {
+            name: "data dir writable",
+            ok: false,
+            detail: format!("{data}: {e}"),
+            fix: Some(format!(
+                "mkdir -p '{data}' && chmod 700 '{data}', or pass --data-dir DIR (HOOKS_DATA_DIR)"
+            )),
+        },
+    });
+
+    let store_path = ctx.data_dir.join(hooks_store_json::STORE_FILE);
+    let snapshot = if store_path.exists() {
+        match hooks_store_json::JsonStore::open_existing(&ctx.data_dir) {
+            Ok(s) => block_on(s.snapshot())?.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        }
+    } else {
+        Err(format!("{} does not exist", store_path.display()))
+    };
+    checks.push(match &snapshot {
+        Ok(s) => Check {
+            name: "store readable",
+            ok: true,
+            detail: format!(
+                "{} ({} hooks, {} pending)",
+                store_path.display(),
+                s.hooks.len(),
+                s.pending.len()
+            ),
+            fix: None,
+        },
+        Err(e) if !store_path.exists() => Check {
+            name: "store readable",
+            ok: false,
+            detail: e.clone(),
+            fix: Some("hooks-app init".into()),
+        },
+        Err(e) => Check {
+            name: "store readable",
+            ok: false,
+            detail: e.clone(),
+            fix: Some(format!(
+                "fix {} by hand, or put back the last good copy: cp '{}' '{}'",
+                store_path.display(),
+                ctx.data_dir.join(hooks_store_json::BACKUP_FILE).display(),
+                store_path.display()
+            )),
+        },
+    });
+
+    if let Ok(s) = &snapshot {
+        let prompts = FilePrompts::new(&ctx.workspace);
+        for h in s.hooks.iter().filter(|h| h.enabled) {
+            let found = prompts
+                .candidates(&h.prompt_file, None)
+                .into_iter()
+                .find(|p| p.is_file());
+            let parsed = found.as_ref().map(|p| {
+                std::fs::read_to_string(p)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| prompt::parse_prompt(&t).map_err(|e| e.to_string()))
+            });
+            checks.push(match (found, parsed) {
+                (Some(p), Some(Ok(_))) => Check { name: "prompt file", ok: true, detail: format!("{}: {}", h.id, p.display()), fix: None },
+                (Some(p), Some(Err(e))) => Check { name: "prompt file", ok: false, detail: format!("{}: {}: {e}", h.id, p.display()), fix: Some(format!("edit {}", p.display())) },
+                _ => Check {
+                    name: "prompt file",
+                    ok: false,
+                    detail: format!("{}: {} not found in {}", h.id, h.prompt_file, ctx.workspace.display()),
+                    fix: Some(if h.id == post_task_id() {
+                        "hooks-app init (writes the default post-task prompt here), or run from your workspace".into()
+                    } else {
+                        format!("create {} in the workspace or in each project", h.prompt_file)
+                    }),
+                },
+            });
+        }
+    }
+
+    let running = daemon_running(&ctx.data_dir);
+    checks.push(Check {
+        name: "daemon",
+        ok: running,
+        detail: if running {
+            "running".into()
+        } else {
+            "no hooks-app serve is running on this data dir".into()
+        },
+        fix: (!running).then(|| "hooks-app serve (or `hooks-app tick` from cron)".into()),
+    });
+
+    let problems = checks.iter().filter(|c| !c.ok).count();
+    if as_json {
+        print_json(&Value::Array(
+            checks
+                .iter()
+                .map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix}))
+                .collect(),
+        ));
+    } else {
+        for c in &checks {
+            println!(
+                "{} {:<18} {}",
+                if c.ok { "ok  " } else { "FAIL" },
+                c.name,
+                c.detail
+            );
+            if let Some(f) = &c.fix {
+                println!("     {:<18} fix: {f}", "");
+            }
+        }
+        println!(
+            "{}",
+            if problems == 0 {
+                "all good".to_owned()
+            } else {
+                format!(
+                    "{problems} problem{} found",
+                    if problems == 1 { "" } else { "s" }
+                )
+            }
+        );
+    }
+    Ok(if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
