@@ -1,1 +1,9 @@
+//! End-to-end tests of the `hooks-app` binary, as a user runs it: real processes, real
+//! files in a scratch home, the real `claude` CLI against a loopback mock API, and a fake
+//! `claude` script where the real one is not needed.
 
+mod bad_input;
+mod flow;
+mod install;
+mod reliability;
+mod support;

@@ -49,15 +49,17 @@ pub fn run(ctx: &Context, on: Option<HookTrigger>) -> ExitCode {
 }
 
 fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppResult {
-    if std::env::var_os(hooks_runner_claude::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
-        // A follow-up's own Stop or SessionEnd: the app started that run.
-        return Ok(());
-    }
+    // Read the input first, whatever it turns out to be: Claude writes it to every hook,
+    // and a hook that exits without reading leaves Claude with a broken pipe.
     let mut buf = Vec::new();
     stdin
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
         .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
+    if std::env::var_os(hooks_runner_claude::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
+        // A follow-up's own Stop or SessionEnd: the app started that run.
+        return Ok(());
+    }
     if buf.len() as u64 > MAX_INPUT {
         return Err(AppError::invalid(format!(
             "stdin: the hook input is over {MAX_INPUT} bytes"

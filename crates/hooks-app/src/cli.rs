@@ -133,11 +133,11 @@ pub enum HooksCmd {
         name: String,
         #[arg(long, value_name = "P")]
         prompt_file: String,
-        #[arg(long, value_name = "S")]
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
         delay: Option<String>,
         #[arg(long, value_name = "E")]
         event: Option<String>,
-        #[arg(long, value_name = "K")]
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
         max_context_k: Option<String>,
         #[arg(long)]
         disabled: bool,
@@ -155,11 +155,11 @@ pub enum HooksCmd {
         name: Option<String>,
         #[arg(long, value_name = "P")]
         prompt_file: Option<String>,
-        #[arg(long, value_name = "S")]
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
         delay: Option<String>,
         #[arg(long, value_name = "E")]
         event: Option<String>,
-        #[arg(long, value_name = "K")]
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
         max_context_k: Option<String>,
         #[arg(long, conflicts_with = "disabled")]
         enabled: bool,
@@ -241,15 +241,15 @@ pub struct RunArgs {
     /// Log lines as JSON
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+    /// Seconds to wait for running follow-ups on SIGTERM/SIGINT before stopping them
+    #[arg(long, default_value_t = 30, value_name = "S")]
+    pub shutdown_grace: u64,
 }
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     #[command(flatten)]
     pub run: RunArgs,
-    /// Seconds to wait for running follow-ups on SIGTERM/SIGINT before stopping them
-    #[arg(long, default_value_t = 30, value_name = "S")]
-    pub shutdown_grace: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

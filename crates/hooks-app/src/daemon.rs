@@ -100,7 +100,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let (svc, store) = build(ctx, &a.run)?;
     let _mark = mark_running(&ctx.data_dir);
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, "serving");
-    let grace = Duration::from_secs(a.shutdown_grace);
+    let grace = Duration::from_secs(a.run.shutdown_grace);
     runtime()?.block_on(Loop::new(svc, store, &a.run, Mode::Serve).run(grace))?;
     info!("stopped");
     Ok(ExitCode::SUCCESS)
@@ -109,7 +109,9 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
 pub fn tick(ctx: &Context, a: &RunArgs) -> AppResult<ExitCode> {
     init_logging(a.log_format);
     let (svc, store) = build(ctx, a)?;
-    runtime()?.block_on(Loop::new(svc, store, a, Mode::Tick).run(Duration::from_secs(30)))?;
+    runtime()?.block_on(
+        Loop::new(svc, store, a, Mode::Tick).run(Duration::from_secs(a.shutdown_grace)),
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -188,6 +188,20 @@ impl Runner for ClaudeRunner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        // SAFETY: the closure runs in the child between fork and exec and only calls
+        // prctl(2), which is async-signal-safe. It makes the kernel kill the child if the
+        // thread that started it dies (a daemon killed with SIGKILL), so a run never goes on
+        // unrecorded behind a dead daemon.
+        #[cfg(target_os = "linux")]
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| RunnerError::Spawn {
             program: program.clone(),

@@ -1,0 +1,320 @@
+//! Bad input of every kind: a clear error naming the field and the rule, and nothing
+//! changed.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::support::*;
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn refused(app: &App, args: &[&str], code: i32, needle: &str) {
+    let before = std::fs::read(app.store_file()).unwrap();
+    let o = app.run(args);
+    assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(needle),
+        "{args:?}: {err:?} should mention {needle:?}"
+    );
+    assert_eq!(
+        std::fs::read(app.store_file()).unwrap(),
+        before,
+        "{args:?} changed the store"
+    );
+}
+
+#[test]
+fn invalid_values_are_refused_with_the_field_and_rule() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    refused(
+        &app,
+        &["notify", "--session", "../../etc/passwd"],
+        2,
+        "sessionId: must be 1 to 128",
+    );
+    refused(
+        &app,
+        &["notify", "--session=-rf"],
+        2,
+        "sessionId: must be 1 to 128 of A-Z a-z 0-9 _ - and not start with -",
+    );
+    refused(
+        &app,
+        &["notify", "--session", "ok", "--event", "commit"],
+        2,
+        "event: must be conversation-done",
+    );
+    refused(
+        &app,
+        &["notify", "--session", "ok", "--origin", "robot"],
+        2,
+        "origin",
+    );
+    refused(
+        &app,
+        &[
+            "hooks",
+            "create",
+            "X",
+            "--prompt-file",
+            ".claude/agents/hooks/../../x.md",
+        ],
+        2,
+        "promptFile: must not contain '..'",
+    );
+    refused(
+        &app,
+        &["hooks", "create", "X", "--prompt-file", "notes/x.md"],
+        2,
+        "promptFile: must be a file directly in .claude/agents/hooks/",
+    );
+    refused(
+        &app,
+        &[
+            "hooks",
+            "create",
+            "X",
+            "--prompt-file",
+            ".claude/agents/hooks/x.txt",
+        ],
+        2,
+        "promptFile: must be a .md file",
+    );
+    refused(
+        &app,
+        &[
+            "hooks",
+            "create",
+            "X",
+            "--prompt-file",
+            ".claude/agents/hooks/x.md",
+            "--delay",
+            "86401",
+        ],
+        2,
+        "delaySeconds: must be a whole number from 0 to 86400",
+    );
+    refused(
+        &app,
+        &[
+            "hooks",
+            "create",
+            "X",
+            "--prompt-file",
+            ".claude/agents/hooks/x.md",
+            "--max-context-k",
+            "-5",
+        ],
+        2,
+        "maxContextK",
+    );
+    refused(
+        &app,
+        &["hooks", "update", "post-task", "--delay", "soon"],
+        2,
+        "delaySeconds",
+    );
+    refused(
+        &app,
+        &["hooks", "show", "no-such-hook"],
+        2,
+        "no hook with id no-such-hook",
+    );
+    refused(&app, &["hooks", "delete", "bad id"], 2, "id: must be");
+    refused(&app, &["runs", "--session", "a/b"], 2, "sessionId");
+    refused(&app, &["session", "x y"], 2, "sessionId");
+    refused(
+        &app,
+        &["hooks", "update", "post-task"],
+        2,
+        "nothing to change",
+    );
+    refused(&app, &["no-such-command"], 2, "unrecognized subcommand");
+}
+
+fn hook_call(app: &App, input: &[u8]) -> std::process::Output {
+    let mut c = app
+        .cmd(&["claude-hook"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = c.stdin.take().unwrap();
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    c.wait_with_output().unwrap()
+}
+
+#[test]
+fn claude_hook_never_exits_2_and_changes_nothing_on_bad_input() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let before = std::fs::read(app.store_file()).unwrap();
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (b"not json".to_vec(), "not a Claude Code hook input"),
+        (b"{\"hook_event_name\": \"Stop\"}".to_vec(), "not a Claude Code hook input"),
+        (br#"{"hook_event_name":"Stop","session_id":"../x","last_assistant_message":"ok\nDONE"}"#.to_vec(), "sessionId"),
+        ([b"{\"pad\":\"".as_slice(), &vec![b'x'; 1_100_000], b"\"}"].concat(), "over 1048576 bytes"),
+    ];
+    for (input, needle) in cases {
+        let o = hook_call(&app, &input);
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+        assert!(err.contains(needle), "{err:?} should mention {needle:?}");
+        assert!(
+            o.stdout.is_empty(),
+            "nothing on stdout, which Claude would read as a decision"
+        );
+    }
+    assert_eq!(std::fs::read(app.store_file()).unwrap(), before);
+    let o = app.cmd(&["claude-hook", "--bogus"]).output().unwrap();
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "a malformed hook call is exit 1, not 2"
+    );
+}
+
+#[test]
+fn claude_hook_handles_each_event_as_specified() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let cwd = app.proj.to_str().unwrap();
+    let ev = |name: &str, sid: &str, msg: &str| {
+        serde_json::json!({"hook_event_name": name, "session_id": sid, "cwd": cwd,
+        "transcript_path": format!("/nowhere/{sid}.jsonl"), "last_assistant_message": msg, "stop_hook_active": false}).to_string()
+    };
+    for (input, queued) in [
+        (ev("Stop", "s-not-done", "still working"), false),
+        (ev("Stop", "s-done-inline", "I am DONE"), false),
+        (ev("SubagentStop", "s-sub", "x\nDONE"), false),
+        (ev("SessionEnd", "s-end", ""), false),
+        (ev("Notification", "s-other", "DONE"), false),
+        (ev("Stop", "s-done", "all finished\n\nDONE\n"), true),
+    ] {
+        let o = hook_call(&app, input.as_bytes());
+        assert_eq!(o.status.code(), Some(0), "{input}: {}", stderr(&o));
+        let _ = queued;
+    }
+    let pending: Vec<String> = app
+        .pending()
+        .iter()
+        .map(|p| p["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pending, ["s-done"]);
+    // The app's own follow-up runs are ignored, DONE or not.
+    let o = app
+        .cmd(&["claude-hook"])
+        .env("HOOKS_APP_FOLLOW_UP", "post-task")
+        .stdin(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(ev("Stop", "s-follow", "x\nDONE").as_bytes())?;
+            c.wait_with_output()
+        });
+    assert!(o.unwrap().status.success());
+    // SessionEnd counts on the entry installed with that trigger; cron origin is honoured.
+    let o = app
+        .cmd(&["claude-hook", "--on", "session-end"])
+        .env("HOOKS_APP_ORIGIN", "cron")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(ev("SessionEnd", "s-cron-end", "").as_bytes())?;
+            c.wait_with_output()
+        });
+    assert!(o.unwrap().status.success());
+    let o = hook_call(
+        &app,
+        ev("Stop", "s-agent", "x\nDONE")
+            .replace("\"cwd\"", "\"agent_id\":\"a1\",\"cwd\"")
+            .as_bytes(),
+    );
+    assert!(o.status.success());
+    let pending: Vec<String> = app
+        .pending()
+        .iter()
+        .map(|p| p["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        pending,
+        ["s-done"],
+        "cron session and subagent skipped by the seeded hook's rules"
+    );
+    let s = app.json(&["session", "s-cron-end"]);
+    assert_eq!(
+        (s["origin"].as_str(), s["cwd"].as_str()),
+        (Some("cron"), Some(cwd)),
+        "remembered even when skipped"
+    );
+    assert!(
+        app.json(&["session", "s-follow"])["cwd"].is_null(),
+        "a follow-up's own event is not even remembered"
+    );
+}
+
+#[test]
+fn a_flag_like_prompt_option_is_an_error_and_nothing_runs() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    std::fs::write(
+        app.proj.join(".claude/agents/hooks/post-task.md"),
+        "---\nname: post-task\nmodel: --dangerously-skip-permissions\n---\nTidy up.\n",
+    )
+    .unwrap();
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    let t = app.transcript("s1", &app.proj, 10);
+    app.ok(&[
+        "notify",
+        "--session",
+        "s1",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let status = app.hook("post-task")["lastStatus"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        status.starts_with("error: prompt file")
+            && status.contains("model: must not start with '-'"),
+        "{status}"
+    );
+    assert!(app.fake_log().is_empty(), "claude was never started");
+}
+
+#[test]
+fn a_corrupt_store_is_refused_and_kept() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    std::fs::write(app.store_file(), "{\"hooks\": {\n  oops").unwrap();
+    let o = app.run(&["notify", "--session", "s1"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("line 2, column 3"), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(app.store_file()).unwrap(),
+        "{\"hooks\": {\n  oops"
+    );
+    let d = app.run(&["doctor"]);
+    let out = String::from_utf8_lossy(&d.stdout);
+    assert!(
+        out.contains("FAIL store readable") && out.contains("hooks.json.bak"),
+        "{out}"
+    );
+}

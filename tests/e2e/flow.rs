@@ -1,0 +1,194 @@
+//! A new user's path with the real `claude`: init, install, a conversation that says DONE,
+//! Claude's own Stop hook queuing it, the daemon resuming it, and everything recorded.
+
+use hooks_testkit::wait_until;
+
+use crate::support::*;
+
+#[test]
+fn a_finished_conversation_is_followed_up_once() {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    let init = app.ok(&["init"]);
+    assert!(init.contains("seeded with the post-task hook"), "{init}");
+    assert!(app.proj.join(".claude/agents/hooks/post-task.md").exists());
+    app.ok(&["install", "--scope", "user"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
+
+    // The user's conversation ends with DONE: Claude's Stop hook queues the follow-up.
+    let sid = app.claude("build the feature SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let pending = app.pending();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(
+        (
+            pending[0]["hookId"].as_str(),
+            pending[0]["sessionId"].as_str()
+        ),
+        (Some("post-task"), Some(sid.as_str()))
+    );
+    let transcript = app.env.transcript(&sid).unwrap();
+    let before = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .count();
+
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let fired = wait_until(60, || {
+        std::fs::read_to_string(app.data_dir().join("runs.jsonl"))
+            .is_ok_and(|t| t.lines().count() == 1)
+    });
+    signal(&serve, libc::SIGTERM);
+    let out = serve.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(fired, "the follow-up ran: {log}");
+    assert!(out.status.success(), "serve exits 0 on SIGTERM: {log}");
+    assert!(log.contains("firing") && log.contains("finished"), "{log}");
+
+    // The same conversation holds the follow-up turn.
+    let after: Vec<String> = std::fs::read_to_string(&transcript)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert!(after.len() > before);
+    assert!(
+        after[before..].iter().any(|l| l.contains("tidy-up pass")),
+        "the post-task prompt is in the transcript"
+    );
+    assert_eq!(app.env.transcript(&sid), Some(transcript));
+
+    let hook = app.hook("post-task");
+    assert_eq!(hook["lastStatus"], "ok");
+    assert!(
+        hook["history"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(|v| v == sid.as_str())
+    );
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    eprintln!("runs --json: {r}");
+    assert_eq!(
+        (
+            r["status"].as_str(),
+            r["exitCode"].as_i64(),
+            r["completed"].as_bool()
+        ),
+        (Some("ok"), Some(0), Some(true))
+    );
+    assert!(r["costUsd"].as_f64().is_some_and(|c| c > 0.0));
+    assert_eq!(r["usage"]["cacheReadInputTokens"], 30_000);
+    assert!(r["numTurns"].as_u64().is_some() && r["durationMs"].as_u64().is_some());
+
+    // The follow-up's own Stop queued nothing, and a later tick fires nothing.
+    assert!(app.pending().is_empty());
+    app.ok(&["tick"]);
+    assert_eq!(app.runs().len(), 1, "never twice");
+    let session = app.json(&["session", &sid]);
+    assert!(session["stamps"]["post-task"].is_string(), "{session}");
+    assert_eq!(session["cwd"], app.proj.to_string_lossy().as_ref());
+    assert!(
+        wait_until(5, || app.env.leftovers().is_empty()),
+        "left running: {:?}",
+        app.env.leftovers()
+    );
+}
+
+#[test]
+fn a_conversation_over_the_context_cap_is_skipped() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    app.api.set_usage(100, 2000, 80_000);
+    app.claude("big job SAY_DONE");
+    assert_eq!(app.pending().len(), 1);
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert_eq!(
+        app.hook("post-task")["lastStatus"],
+        "skipped: context 83k over the 60k cap"
+    );
+    assert!(app.runs().is_empty(), "nothing ran");
+    assert!(app.pending().is_empty());
+}
+
+#[test]
+fn a_disabled_hook_queues_nothing_and_other_stops_queue_nothing() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install"]);
+    app.claude("just chatting, no marker");
+    assert!(
+        app.pending().is_empty(),
+        "a Stop without DONE queues nothing"
+    );
+    app.ok(&["hooks", "disable", "post-task"]);
+    app.claude("done now SAY_DONE");
+    assert!(app.pending().is_empty(), "a disabled hook queues nothing");
+}
+
+#[test]
+fn a_conversation_still_being_written_is_retried_not_fired() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    app.claude("work SAY_DONE");
+    app.ok(&["tick", "--quiet-period", "3600"]);
+    let p = app.pending();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0]["retries"], 1, "{p:?}");
+    assert!(app.runs().is_empty());
+    assert!(app.json(&["hooks", "show", "post-task"])["lastStatus"].is_null());
+}
+
+#[test]
+fn a_subagent_conversation_is_skipped() {
+    let app = App::real();
+    app.ok(&["init"]);
+    // A legacy subagent transcript (agent-*.jsonl beside the session files), read from the
+    // shared fixtures and placed in the scratch Claude home.
+    let src = hooks_testkit::workspace_root()
+        .join("../shared/fixtures/claude-transcripts/claude-code-log/projects/-Users-dain-workspace-danieldemmel-me-next/agent-3ea04571.jsonl");
+    assert!(
+        src.exists(),
+        "the shared fixtures are missing: {}",
+        src.display()
+    );
+    let dir = app.env.claude_home().join("projects/-legacy");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&src, dir.join("agent-3ea04571.jsonl")).unwrap();
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    // Queued without a transcript path (so the enqueue cannot tell), skipped when due.
+    let r = app.json(&[
+        "notify",
+        "--session",
+        "agent-3ea04571",
+        "--cwd",
+        app.proj.to_str().unwrap(),
+    ]);
+    assert_eq!(r[0]["outcome"], "queued");
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert_eq!(
+        app.hook("post-task")["lastStatus"],
+        "skipped: subagent conversation"
+    );
+    // With the path, the enqueue itself says why.
+    let path = dir.join("agent-3ea04571.jsonl");
+    let r = app.json(&[
+        "notify",
+        "--session",
+        "other-1",
+        "--transcript",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        (r[0]["outcome"].as_str(), r[0]["reason"].as_str()),
+        (Some("skipped"), Some("subagent conversation"))
+    );
+}

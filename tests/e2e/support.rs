@@ -1,0 +1,165 @@
+//! Driving the built binary in a scratch home.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+use hooks_testkit::{ClaudeEnv, MockApi, claude_bin, write_script};
+use serde_json::Value;
+
+pub const APP: &str = env!("CARGO_BIN_EXE_hooks-app");
+
+/// A scratch user: home, Claude home, data dir and a project folder.
+pub struct App {
+    pub api: MockApi,
+    pub env: ClaudeEnv,
+    pub proj: PathBuf,
+    pub claude: PathBuf,
+}
+
+impl App {
+    /// With the real `claude`.
+    pub fn real() -> Self {
+        let api = MockApi::start();
+        let env = ClaudeEnv::new(&api);
+        let proj = env.workdir("proj");
+        Self {
+            api,
+            env,
+            proj,
+            claude: claude_bin(),
+        }
+    }
+
+    /// With a fake `claude` script: it appends `<session> <hook>` to `fake.log`, becomes a
+    /// process that never ends when `$FAKE_HANG` is set, waits `$FAKE_SECONDS` seconds if
+    /// set (its behaviour under test, not synchronisation), and prints a successful result
+    /// ending with COMPLETED.
+    pub fn fake() -> Self {
+        let api = MockApi::start();
+        let env = ClaudeEnv::new(&api);
+        let proj = env.workdir("proj");
+        let claude = env.dir.path().join("fake-claude");
+        write_script(
+            &claude,
+            &format!(
+                "#!/bin/sh\necho \"$3 $HOOKS_APP_FOLLOW_UP\" >> '{}'\n[ -n \"$FAKE_HANG\" ] && exec sleep 100000\n[ -n \"$FAKE_SECONDS\" ] && sleep \"$FAKE_SECONDS\"\n\
+                 printf '%s\\n' '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"tidied\\nCOMPLETED\",\"num_turns\":1,\"total_cost_usd\":0.01,\"session_id\":\"'\"$3\"'\",\"usage\":{{\"input_tokens\":1,\"cache_creation_input_tokens\":2,\"cache_read_input_tokens\":3,\"output_tokens\":4}}}}'\n",
+                env.dir.path().join("fake.log").display()
+            ),
+        );
+        Self {
+            api,
+            env,
+            proj,
+            claude,
+        }
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        self.env.home().join(".local/share/hooks-app")
+    }
+
+    pub fn store_file(&self) -> PathBuf {
+        self.data_dir().join("hooks.json")
+    }
+
+    /// The fake's invocations, one `<session> <hook>` per line.
+    pub fn fake_log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.env.dir.path().join("fake.log"))
+            .map(|t| t.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(APP);
+        self.env.apply(&mut c);
+        c.env("HOOKS_CLAUDE_BIN", &self.claude)
+            .env_remove("HOOKS_DATA_DIR")
+            .env_remove("HOOKS_WORKSPACE");
+        c.args(args).current_dir(&self.proj).stdin(Stdio::null());
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().expect("run hooks-app")
+    }
+
+    /// Runs and expects success; returns stdout.
+    #[track_caller]
+    pub fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "hooks-app {args:?} failed ({:?}): {}{}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).expect("utf-8")
+    }
+
+    #[track_caller]
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.push("--json");
+        serde_json::from_str(&self.ok(&a)).expect("one JSON value")
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn hooks-app")
+    }
+
+    /// `claude -p` in the project, as a user would run it.
+    pub fn claude(&self, prompt: &str) -> Value {
+        let (code, v, err) = self.env.run(&self.proj, &["--", prompt]);
+        assert_eq!(code, 0, "claude failed: {v} {err}");
+        v
+    }
+
+    pub fn runs(&self) -> Vec<Value> {
+        self.json(&["runs"]).as_array().cloned().unwrap_or_default()
+    }
+
+    pub fn pending(&self) -> Vec<Value> {
+        self.json(&["pending"])
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    pub fn hook(&self, id: &str) -> Value {
+        self.json(&["hooks", "show", id])
+    }
+
+    /// Writes a transcript for `session` under the Claude home, last changed long ago.
+    pub fn transcript(&self, session: &str, cwd: &Path, context_tokens: u64) -> PathBuf {
+        let dir = self.env.claude_home().join("projects/-proj");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(format!("{session}.jsonl"));
+        let line = serde_json::json!({"type": "assistant", "cwd": cwd, "isSidechain": false, "sessionId": session,
+            "message": {"id": "m1", "model": "claude-x", "content": [{"type": "text", "text": "done\nDONE"}],
+            "usage": {"input_tokens": context_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}});
+        std::fs::write(&p, format!("{line}\n")).unwrap();
+        let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(past)
+            .unwrap();
+        p
+    }
+}
+
+/// Sends a signal to a process this test started.
+pub fn signal(child: &Child, sig: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on a pid this test spawned and has not reaped yet.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
