@@ -1,1 +1,240 @@
-fn main() {}
+//! Development tasks, std only.
+//!
+//! - `cargo xtask ci`: everything CI checks, in order: the shared fixtures are there, the
+//!   pinned claude CLI is installed, `cargo fmt --check`, clippy with `-D warnings`, the
+//!   layering check, the whole test suite, and a quick benchmark so it cannot rot.
+//! - `cargo xtask deps`: installs what the tests need (the pinned claude CLI, from npm).
+//! - `cargo xtask layering`: proves the crate boundaries with `cargo tree`.
+//! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
+
+mod bench;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+/// The Claude Code version the tests pin.
+pub const CLAUDE_VERSION: &str = "2.1.197";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_owned()
+}
+
+fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+fn step(name: &str, cmd: &mut Command) -> Result<(), String> {
+    eprintln!("xtask: {name}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("{name}: could not start: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{name} failed ({status})"))
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rest: Vec<&str> = args.iter().skip(1).map(String::as_str).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("deps") => deps(),
+        Some("layering") => layering(),
+        Some("bench") => bench::run(&root(), &rest),
+        _ => Err(
+            "usage: cargo xtask ci | deps | layering | bench [--quick] [--json] [--markdown]"
+                .into(),
+        ),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn shared_fixtures() -> Result<(), String> {
+    let p = root().join("../shared/fixtures/claude-transcripts/README.md");
+    if p.exists() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the shared fixtures are missing ({}): the tests read real transcripts from ../shared beside the project",
+            p.display()
+        ))
+    }
+}
+
+/// Installs the pinned claude CLI into target/test-deps (where hooks-testkit looks).
+fn deps() -> Result<(), String> {
+    let dir = root().join(format!("target/test-deps/claude-code-{CLAUDE_VERSION}"));
+    let bin = dir.join("node_modules/.bin/claude");
+    let version = |b: &Path| {
+        Command::new(b)
+            .arg("--version")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    };
+    if !version(&bin).starts_with(CLAUDE_VERSION) {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        step(
+            &format!("npm install @anthropic-ai/claude-code@{CLAUDE_VERSION}"),
+            Command::new("npm")
+                .args([
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    "--prefix",
+                ])
+                .arg(&dir)
+                .arg(format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}")),
+        )
+        .map_err(|e| {
+            format!("{e}: the end-to-end tests need the real CLI from the npm registry")
+        })?;
+    }
+    let v = version(&bin);
+    if !v.starts_with(CLAUDE_VERSION) {
+        return Err(format!(
+            "{} reports {v:?}, not {CLAUDE_VERSION}",
+            bin.display()
+        ));
+    }
+    eprintln!("xtask: claude {v} at {}", bin.display());
+    Ok(())
+}
+
+/// The core's normal dependencies hold no runtime, no JSON and no process or file-system
+/// crate; adapters depend on the core and never on each other.
+fn layering() -> Result<(), String> {
+    let tree = |pkg: &str| -> Result<Vec<String>, String> {
+        let out = cargo()
+            .args([
+                "tree", "-p", pkg, "-e", "normal", "--prefix", "none", "--format", "{p}",
+            ])
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect())
+    };
+    let core = tree("hooks-core")?;
+    let banned = [
+        "tokio",
+        "serde_json",
+        "libc",
+        "nix",
+        "mio",
+        "fs2",
+        "fs4",
+        "fs-err",
+        "tempfile",
+        "notify",
+        "async-std",
+        "smol",
+        "rustix",
+    ];
+    let found: Vec<&String> = core
+        .iter()
+        .filter(|c| banned.contains(&c.as_str()))
+        .collect();
+    if !found.is_empty() {
+        return Err(format!(
+            "hooks-core's normal dependencies must do no IO, but include {found:?}"
+        ));
+    }
+    let adapters = ["hooks-store-json", "hooks-meta", "hooks-runner-claude"];
+    for a in adapters {
+        let deps = tree(a)?;
+        for other in adapters.iter().chain(["hooks-app", "hooks-testkit"].iter()) {
+            if *other != a && deps.iter().any(|d| d == other) {
+                return Err(format!(
+                    "{a} depends on {other}: adapters depend on the core only"
+                ));
+            }
+        }
+    }
+    for pkg in [
+        "hooks-core",
+        "hooks-store-json",
+        "hooks-meta",
+        "hooks-runner-claude",
+        "hooks-app",
+    ] {
+        if tree(pkg)?
+            .iter()
+            .any(|d| d == "hooks-testkit" || d == "mockall")
+        {
+            return Err(format!(
+                "{pkg} has a test-only crate among its normal dependencies"
+            ));
+        }
+    }
+    eprintln!("xtask: layering ok (hooks-core: {})", core.join(", "));
+    Ok(())
+}
+
+fn ci() -> Result<(), String> {
+    shared_fixtures()?;
+    deps()?;
+    step(
+        "cargo fmt --check",
+        cargo().args(["fmt", "--all", "--", "--check"]),
+    )?;
+    step(
+        "clippy",
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
+    layering()?;
+    let nextest = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args(["nextest", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if nextest {
+        step(
+            "tests (nextest)",
+            cargo().args([
+                "nextest",
+                "run",
+                "--workspace",
+                "--all-features",
+                "--no-fail-fast",
+            ]),
+        )?;
+    } else {
+        step(
+            "tests",
+            cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),
+        )?;
+    }
+    step(
+        "doc tests",
+        cargo().args(["test", "--workspace", "--all-features", "--doc"]),
+    )?;
+    bench::run(&root(), &["--quick"])
+}

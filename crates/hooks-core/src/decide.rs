@@ -7,7 +7,7 @@ use std::fmt;
 
 use time::Duration;
 
-use crate::model::{Hook, Origin, PendingEntry, SessionFacts, Status};
+use crate::model::{Hook, HookRules, Origin, PendingEntry, SessionFacts, Status};
 use crate::stamp::{self, Timestamp};
 
 /// The knobs of the fire decision.
@@ -67,7 +67,7 @@ pub enum EnqueueDecision {
 /// What the enqueue decision looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct EnqueueInput<'a> {
-    pub hook: &'a Hook,
+    pub hook: &'a HookRules,
     /// When this hook already fired for the session, if it did.
     pub stamp: Option<Timestamp>,
     pub origin: Origin,
@@ -93,9 +93,22 @@ pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
     };
     match skip {
         Some(r) => EnqueueDecision::Skip(r),
+        // With a delay, round up: the store keeps whole seconds, and rounding down would
+        // make an entry due before its delay has passed. Without one, due now.
+        None if i.hook.delay.seconds() == 0 => EnqueueDecision::Queue { due_at: i.now },
         None => EnqueueDecision::Queue {
-            due_at: i.now + i.hook.delay.duration(),
+            due_at: ceil_to_second(i.now + i.hook.delay.duration()),
         },
+    }
+}
+
+/// Rounds up to a whole second: the store keeps seconds, and a follow-up must never be due
+/// before its delay has passed.
+pub fn ceil_to_second(t: Timestamp) -> Timestamp {
+    if t.nanosecond() == 0 {
+        t
+    } else {
+        t.replace_nanosecond(0).unwrap_or(t) + Duration::seconds(1)
     }
 }
 

@@ -440,6 +440,30 @@ pub struct Hook {
     pub history: History,
 }
 
+/// What the enqueue decision needs of a hook: its rules, without its status or history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookRules {
+    pub id: HookId,
+    pub event: Event,
+    pub delay: Delay,
+    pub enabled: bool,
+    pub skip_cron: bool,
+    pub skip_subagents: bool,
+}
+
+impl From<&Hook> for HookRules {
+    fn from(h: &Hook) -> Self {
+        Self {
+            id: h.id.clone(),
+            event: h.event,
+            delay: h.delay,
+            enabled: h.enabled,
+            skip_cron: h.skip_cron,
+            skip_subagents: h.skip_subagents,
+        }
+    }
+}
+
 /// Everything needed to create a hook; the id is chosen by the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookSpec {

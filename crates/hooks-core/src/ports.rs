@@ -5,8 +5,10 @@
 use async_trait::async_trait;
 use time::Duration;
 
+use crate::decide::EnqueueDecision;
 use crate::model::*;
 use crate::prompt::Prompt;
+pub use crate::queue::EnqueueRequest;
 use crate::stamp::Timestamp;
 
 /// Errors of a [`HookStore`].
@@ -65,6 +67,13 @@ pub trait HookStore: Send + Sync {
     async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError>;
     /// Adds entries in one write; a (hook, session) pair already queued is refused.
     async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError>;
+    /// Queues the hooks for one event in one atomic write: the enqueue decision
+    /// ([`crate::queue::plan_event`]) is taken for each matching hook on the hooks and queue
+    /// as they are under the lock, and its `Queue` decisions are carried out.
+    async fn enqueue_event(
+        &self,
+        request: &EnqueueRequest,
+    ) -> Result<Vec<(HookId, EnqueueDecision)>, StoreError>;
     /// Claims up to `limit` due entries for `owner` until `now + ttl`, in one write. An entry
     /// is claimable when due and not under a live claim; at most one entry per session is
     /// held at a time, across owners.

@@ -3,13 +3,62 @@
 //! (hook, session), claims with an owner and an expiry, at most one claimed entry per
 //! session, and writes fenced by the claim's owner.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 
 use time::Duration;
 
+use crate::decide::{self, EnqueueDecision, EnqueueInput};
 use crate::model::*;
 use crate::ports::{EnqueueResult, HookRecord, StoreError};
 use crate::stamp::Timestamp;
+
+/// An event to queue hooks for, with what is known of its session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnqueueRequest {
+    pub session: SessionId,
+    pub event: Event,
+    pub stamps: BTreeMap<HookId, Timestamp>,
+    pub origin: Origin,
+    pub subagent: bool,
+    pub now: Timestamp,
+}
+
+/// The enqueue decision for every hook matching the event, given the hooks and the queue as
+/// they are, and the entries to add for the `Queue` decisions. Stores run it under their
+/// lock, so deciding and queuing are one atomic step.
+pub fn plan_event(
+    hooks: &[HookRules],
+    pending: &[PendingEntry],
+    r: &EnqueueRequest,
+) -> (Vec<(HookId, EnqueueDecision)>, Vec<PendingEntry>) {
+    let mut decisions = Vec::new();
+    let mut entries = Vec::new();
+    for hook in hooks.iter().filter(|h| h.event == r.event) {
+        let already_pending = pending
+            .iter()
+            .any(|p| p.hook_id == hook.id && p.session_id == r.session);
+        let d = decide::decide_enqueue(EnqueueInput {
+            hook,
+            stamp: r.stamps.get(&hook.id).copied(),
+            origin: r.origin,
+            subagent: r.subagent,
+            already_pending,
+            now: r.now,
+        });
+        if let EnqueueDecision::Queue { due_at } = d {
+            entries.push(PendingEntry {
+                hook_id: hook.id.clone(),
+                session_id: r.session.clone(),
+                due_at: DueAt::At(due_at),
+                queued_at: Some(r.now),
+                retries: 0,
+                claim: None,
+            });
+        }
+        decisions.push((hook.id.clone(), d));
+    }
+    (decisions, entries)
+}
 
 /// Adds entries whose hook exists and whose (hook, session) pair is not queued yet.
 pub fn enqueue(

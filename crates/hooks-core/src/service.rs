@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use time::Duration;
 
-use crate::decide::{
-    self, EnqueueDecision, EnqueueInput, FireDecision, FireInput, NotReady, Policy, SkipReason,
-};
+use crate::decide::{self, EnqueueDecision, FireDecision, FireInput, NotReady, Policy, SkipReason};
 use crate::model::*;
 use crate::ports::*;
 use crate::stamp::Timestamp;
@@ -156,64 +154,29 @@ impl Service {
         } else {
             self.ports.meta.remember(&ev.session, &ev.update).await?
         };
-        let snap = self.ports.store.snapshot().await?;
-        let now = self.now();
-        let subagent = ev.subagent
-            || state
-                .transcript_path
-                .as_deref()
-                .is_some_and(is_subagent_path);
-        let mut reports = Vec::new();
-        let mut batch = Vec::new();
-        for hook in snap.hooks.iter().filter(|h| h.event == ev.event) {
-            let already_pending = snap
-                .pending
-                .iter()
-                .any(|p| p.hook_id == hook.id && p.session_id == ev.session);
-            let decision = decide::decide_enqueue(EnqueueInput {
-                hook,
-                stamp: state.stamps.get(&hook.id).copied(),
-                origin: state.origin.unwrap_or_default(),
-                subagent,
-                already_pending,
-                now,
-            });
-            match decision {
-                EnqueueDecision::Skip(r) => reports.push(NotifyReport {
-                    hook_id: hook.id.clone(),
-                    outcome: NotifyOutcome::Skipped(r),
-                }),
-                EnqueueDecision::Queue { due_at } => {
-                    batch.push(PendingEntry {
-                        hook_id: hook.id.clone(),
-                        session_id: ev.session.clone(),
-                        due_at: DueAt::At(due_at),
-                        queued_at: Some(now),
-                        retries: 0,
-                        claim: None,
-                    });
-                    reports.push(NotifyReport {
-                        hook_id: hook.id.clone(),
-                        outcome: NotifyOutcome::Queued { due_at },
-                    });
-                }
-            }
-        }
-        if batch.is_empty() {
-            return Ok(reports);
-        }
-        let results = self.ports.store.enqueue(batch.clone()).await?;
-        for (entry, result) in batch.iter().zip(results) {
-            let outcome = match result {
-                EnqueueResult::Queued => continue,
-                EnqueueResult::AlreadyPending => NotifyOutcome::Skipped(SkipReason::AlreadyPending),
-                EnqueueResult::HookDeleted => NotifyOutcome::Skipped(SkipReason::HookDeleted),
-            };
-            if let Some(r) = reports.iter_mut().find(|r| r.hook_id == entry.hook_id) {
-                r.outcome = outcome;
-            }
-        }
-        Ok(reports)
+        let request = EnqueueRequest {
+            session: ev.session.clone(),
+            event: ev.event,
+            stamps: state.stamps.clone(),
+            origin: state.origin.unwrap_or_default(),
+            subagent: ev.subagent
+                || state
+                    .transcript_path
+                    .as_deref()
+                    .is_some_and(is_subagent_path),
+            now: self.now(),
+        };
+        let decisions = self.ports.store.enqueue_event(&request).await?;
+        Ok(decisions
+            .into_iter()
+            .map(|(hook_id, d)| NotifyReport {
+                hook_id,
+                outcome: match d {
+                    EnqueueDecision::Queue { due_at } => NotifyOutcome::Queued { due_at },
+                    EnqueueDecision::Skip(r) => NotifyOutcome::Skipped(r),
+                },
+            })
+            .collect())
     }
 
     /// Claims up to `limit` due entries for this process, in one store write.

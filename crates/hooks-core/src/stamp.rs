@@ -40,6 +40,9 @@ fn format_utc_fallback(t: Timestamp) -> String {
 /// difference only matters for hand-edited files).
 pub fn parse(s: &str) -> Option<Timestamp> {
     let s = s.trim();
+    if let Some(t) = parse_strict(s) {
+        return Some(t);
+    }
     if s.len() < 19 || !s.is_ascii() {
         return None;
     }
@@ -87,4 +90,48 @@ fn parse_offset(s: &str) -> Option<UtcOffset> {
     let h: i8 = h.parse().ok().filter(|h| *h <= 23)?;
     let m: i8 = m.parse().ok().filter(|m| *m <= 59)?;
     UtcOffset::from_hms(sign * h, sign * m, 0).ok()
+}
+
+/// The form this project writes, `YYYY-MM-DDTHH:MM:SS±hhmm`, parsed without the general
+/// machinery: stores read thousands of these per operation.
+fn parse_strict(s: &str) -> Option<Timestamp> {
+    let b = s.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+    {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<u32> {
+        b[r].iter().try_fold(0u32, |acc, &c| {
+            c.is_ascii_digit().then(|| acc * 10 + u32::from(c - b'0'))
+        })
+    };
+    let sign: i8 = match b[19] {
+        b'+' => 1,
+        b'-' => -1,
+        _ => return None,
+    };
+    let (oh, om) = (num(20..22)?, num(22..24)?);
+    if oh > 23 || om > 59 {
+        return None;
+    }
+    let month = time::Month::try_from(u8::try_from(num(5..7)?).ok()?).ok()?;
+    let date = time::Date::from_calendar_date(
+        i32::try_from(num(0..4)?).ok()?,
+        month,
+        u8::try_from(num(8..10)?).ok()?,
+    )
+    .ok()?;
+    let t = time::Time::from_hms(
+        u8::try_from(num(11..13)?).ok()?,
+        u8::try_from(num(14..16)?).ok()?,
+        u8::try_from(num(17..19)?).ok()?,
+    )
+    .ok()?;
+    let offset = UtcOffset::from_hms(sign * oh as i8, sign * om as i8, 0).ok()?;
+    Some(PrimitiveDateTime::new(date, t).assume_offset(offset))
 }

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use time::Duration;
 
+use crate::decide::EnqueueDecision;
 use crate::model::*;
 use crate::ports::*;
 use crate::prompt::{Prompt, parse_prompt};
@@ -106,6 +107,17 @@ impl HookStore for InMemoryStore {
         let before = s.pending.len();
         s.pending.retain(|p| p.hook_id != *id);
         Ok(before - s.pending.len())
+    }
+    async fn enqueue_event(
+        &self,
+        request: &EnqueueRequest,
+    ) -> Result<Vec<(HookId, EnqueueDecision)>, StoreError> {
+        let s = &mut *lock(&self.0);
+        let rules: Vec<HookRules> = s.hooks.values().map(HookRules::from).collect();
+        let (decisions, entries) = queue::plan_event(&rules, &s.pending, request);
+        let hooks = &s.hooks;
+        queue::enqueue(&mut s.pending, |h| hooks.contains_key(h), entries);
+        Ok(decisions)
     }
     async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError> {
         let s = &mut *lock(&self.0);

@@ -460,8 +460,9 @@ fn enqueue_decision_table() {
         ),
     ];
     for (name, hook, stamp, origin, subagent, already_pending, want) in rows {
+        let rules = HookRules::from(hook);
         let got = decide_enqueue(EnqueueInput {
-            hook,
+            hook: &rules,
             stamp,
             origin,
             subagent,
@@ -470,6 +471,34 @@ fn enqueue_decision_table() {
         });
         assert_eq!(got, want, "{name}");
     }
+    // A due time is never earlier than now + delay: it rounds up to the whole second.
+    let rules = HookRules::from(&base);
+    let input = EnqueueInput {
+        hook: &rules,
+        stamp: None,
+        origin: Origin::Interactive,
+        subagent: false,
+        already_pending: false,
+        now: now + Duration::milliseconds(1),
+    };
+    assert_eq!(
+        decide_enqueue(input),
+        EnqueueDecision::Queue {
+            due_at: now + Duration::seconds(11)
+        }
+    );
+    let instant = HookRules {
+        delay: Delay::from_seconds(0).unwrap(),
+        ..rules.clone()
+    };
+    let input = EnqueueInput {
+        hook: &instant,
+        ..input
+    };
+    let at_once = EnqueueDecision::Queue {
+        due_at: now + Duration::milliseconds(1),
+    };
+    assert_eq!(decide_enqueue(input), at_once, "no delay: due at once");
 }
 
 fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> TranscriptFacts {
@@ -1045,9 +1074,9 @@ async fn runner_failure_is_recorded_as_error() {
 async fn a_store_failure_surfaces_and_nothing_runs() {
     let mut store = MockHookStore::new();
     store
-        .expect_snapshot()
-        .returning(|| Err(StoreError::Io("disk on fire".into())));
-    store.expect_enqueue().never();
+        .expect_enqueue_event()
+        .returning(|_| Err(StoreError::Io("disk on fire".into())));
+    store.expect_claim_due().never();
     let (_, _, service) = world_with(Arc::new(store), ScriptedRunner::ok());
     let e = service.notify(&done_event("s1")).await.unwrap_err();
     assert_eq!(

@@ -124,7 +124,14 @@ impl SessionFiles {
         }
     }
 
-    fn write_dto(&self, session: &SessionId, dto: &SessionDto) -> Result<(), MetaError> {
+    /// Writes a session file atomically (temp file, rename). With `durable`, the file and
+    /// the folder are fsynced too: stamps are, because "never twice" rests on them.
+    fn write_dto(
+        &self,
+        session: &SessionId,
+        dto: &SessionDto,
+        durable: bool,
+    ) -> Result<(), MetaError> {
         let path = self.path(session);
         let tmp = self
             .dir
@@ -138,9 +145,14 @@ impl SessionFiles {
                 .mode(0o600)
                 .open(&tmp)?;
             f.write_all(&bytes)?;
-            f.sync_all()?;
+            if durable {
+                f.sync_all()?;
+            }
             fs::rename(&tmp, &path)?;
-            File::open(&self.dir)?.sync_all()
+            if durable {
+                File::open(&self.dir)?.sync_all()?;
+            }
+            Ok(())
         })();
         r.map_err(|e| {
             let _ = fs::remove_file(&tmp);
@@ -153,7 +165,10 @@ impl SessionFiles {
         Ok(self.read_dto(session)?.to_state())
     }
 
-    /// Merges what an event said about the session. Writes only when something changed.
+    /// Merges what an event said about the session. Writes only when something changed, and
+    /// without fsync: this sits on the Claude Code hook's path, and what it keeps (cwd,
+    /// transcript path) is read again from the transcript if a crash loses it. Only the
+    /// origin could be lost, on a machine crash within seconds of the event.
     pub fn remember(
         &self,
         session: &SessionId,
@@ -187,7 +202,7 @@ impl SessionFiles {
         let _lock = self.lock()?;
         let mut d = self.read_dto(session)?;
         if apply(&mut d) {
-            self.write_dto(session, &d)?;
+            self.write_dto(session, &d, false)?;
         }
         Ok(d.to_state())
     }
@@ -209,7 +224,7 @@ impl SessionFiles {
         }
         d.session_id = Some(session.to_string());
         d.hooks.insert(hook.to_string(), stamp::format(at));
-        self.write_dto(session, &d)?;
+        self.write_dto(session, &d, true)?;
         Ok(StampResult::Won)
     }
 

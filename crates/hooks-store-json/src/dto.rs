@@ -12,23 +12,65 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// The whole store file. Every hook and pending entry is kept as its stored bytes until an
+/// operation needs it, and fields this project does not know are kept as they are: reading
+/// a large store is a scan, and writing it back copies what did not change.
+#[derive(Debug, Default)]
 pub struct FileDto {
-    #[serde(default, deserialize_with = "null_as_default")]
-    pub hooks: BTreeMap<String, HookDto>,
-    /// Kept raw: entries are parsed one by one, and invalid ones are written back as they were.
-    #[serde(default, deserialize_with = "null_as_default")]
+    pub hooks: BTreeMap<String, Box<RawValue>>,
     pub pending: Vec<Box<RawValue>>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub extra: Vec<(String, Box<RawValue>)>,
 }
 
-fn null_as_default<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
+impl<'de> Deserialize<'de> for FileDto {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = FileDto;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object with \"hooks\" and \"pending\"")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<FileDto, A::Error> {
+                let mut out = FileDto::default();
+                while let Some(k) = m.next_key::<String>()? {
+                    match k.as_str() {
+                        "hooks" => {
+                            out.hooks = m
+                                .next_value::<Option<BTreeMap<String, Box<RawValue>>>>()?
+                                .unwrap_or_default()
+                        }
+                        "pending" => {
+                            out.pending = m
+                                .next_value::<Option<Vec<Box<RawValue>>>>()?
+                                .unwrap_or_default()
+                        }
+                        _ => {
+                            let v = m.next_value::<Box<RawValue>>()?;
+                            out.extra.push((k, v));
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl Serialize for FileDto {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2 + self.extra.len()))?;
+        m.serialize_entry("hooks", &self.hooks)?;
+        m.serialize_entry("pending", &self.pending)?;
+        for (k, v) in &self.extra {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -61,9 +103,36 @@ pub struct HookDto {
     /// Kept raw until a caller needs the hook's history: most operations never do.
     #[serde(default)]
     pub history: Option<Box<RawValue>>,
-    #[serde(flatten)]
+    /// Fields this project does not know: not read with the hook (a flattened map makes
+    /// serde buffer the whole object); recovered from the stored bytes when it is rewritten.
+    #[serde(skip_deserializing, flatten)]
     pub extra: Map<String, Value>,
 }
+
+/// The fields of a stored object that are not in `known`.
+pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
+    let mut m: Map<String, Value> = serde_json::from_str(raw.get()).unwrap_or_default();
+    m.retain(|k, _| !known.contains(&k.as_str()));
+    m
+}
+
+/// The fields of a hook this project knows.
+pub const HOOK_FIELDS: [&str; 14] = [
+    "id",
+    "name",
+    "event",
+    "delaySeconds",
+    "delayMinutes",
+    "promptFile",
+    "enabled",
+    "skipCron",
+    "skipSubagents",
+    "maxContextK",
+    "createdAt",
+    "lastStatus",
+    "history",
+    "extra",
+];
 
 fn whole(field: &'static str, v: &Value) -> Result<i64, ValidationError> {
     match v {
@@ -89,6 +158,30 @@ fn whole(field: &'static str, v: &Value) -> Result<i64, ValidationError> {
 }
 
 impl HookDto {
+    /// Reads a stored hook, migrated.
+    pub fn from_raw(key: &str, raw: &RawValue) -> Result<Self, ValidationError> {
+        let mut d: HookDto = serde_json::from_str(raw.get()).map_err(|e| {
+            ValidationError::new("hook", format!("must be an object of hook fields ({e})"))
+        })?;
+        let _ = key;
+        d.migrate()?;
+        Ok(d)
+    }
+
+    /// The hook's stored bytes after writing `hook` over `raw` (unknown fields kept).
+    pub fn rewrite(raw: Option<&RawValue>, hook: &Hook) -> Option<Box<RawValue>> {
+        let mut d = match raw {
+            Some(r) => {
+                let mut d: HookDto = serde_json::from_str(r.get()).unwrap_or_default();
+                d.extra = unknown_fields(r, &HOOK_FIELDS);
+                d
+            }
+            None => HookDto::default(),
+        };
+        d.update_from(hook);
+        serde_json::value::to_raw_value(&d).ok()
+    }
+
     /// The original's migration: `delayMinutes` becomes `delaySeconds` when the latter is
     /// missing. Returns whether anything changed.
     pub fn migrate(&mut self) -> Result<bool, ValidationError> {
@@ -100,6 +193,21 @@ impl HookDto {
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// The hook's rules, without reading its history: all the enqueue decision needs.
+    pub fn to_rules(&self, key: &str) -> Result<HookRules, ValidationError> {
+        Ok(HookRules {
+            id: HookId::parse(key)?,
+            event: Event::parse(self.event.as_deref().unwrap_or(""))?,
+            delay: match &self.delay_seconds {
+                Some(v) => Delay::from_seconds(whole("delaySeconds", v)?)?,
+                None => Delay::from_seconds(0)?,
+            },
+            enabled: self.enabled.unwrap_or(false),
+            skip_cron: self.skip_cron.unwrap_or(false),
+            skip_subagents: self.skip_subagents.unwrap_or(false),
+        })
     }
 
     pub fn to_hook(&self, key: &str) -> Result<Hook, ValidationError> {
@@ -202,9 +310,22 @@ pub struct PendingDto {
     pub claimed_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_expires_at: Option<String>,
-    #[serde(flatten)]
+    /// Fields this project does not know. Not read with the entry (a flattened map makes
+    /// every entry slow to parse); recovered from the stored bytes when an entry changes.
+    #[serde(skip_deserializing, flatten)]
     pub extra: Map<String, Value>,
 }
+
+/// The fields of a pending entry this project knows.
+pub const PENDING_FIELDS: [&str; 7] = [
+    "hookId",
+    "sessionId",
+    "dueAt",
+    "queuedAt",
+    "retries",
+    "claimedBy",
+    "claimExpiresAt",
+];
 
 impl PendingDto {
     pub fn to_entry(&self) -> Result<PendingEntry, ValidationError> {

@@ -12,12 +12,13 @@
 mod dto;
 mod fsutil;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
+use hooks_core::decide::EnqueueDecision;
 use hooks_core::ports::*;
 use hooks_core::stamp::Timestamp;
 use hooks_core::*;
@@ -50,8 +51,9 @@ pub struct JsonStore {
 struct State {
     file: FileDto,
     pending: Vec<PendingEntry>,
-    /// Unknown fields of each valid pending entry, by key.
-    pending_extra: HashMap<EntryKey, Map<String, Value>>,
+    /// Each entry as read, with its stored bytes: an entry no operation changed is written
+    /// back as it was, neither re-formatted nor re-serialised.
+    originals: HashMap<EntryKey, (PendingEntry, Box<RawValue>)>,
     /// Pending entries that do not validate: kept as they are, never claimed.
     invalid: Vec<Box<RawValue>>,
 }
@@ -60,29 +62,56 @@ impl State {
     fn hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError> {
         match self.file.hooks.get(id.as_str()) {
             None => Ok(None),
-            Some(d) => d
-                .to_hook(id.as_str())
+            Some(raw) => HookDto::from_raw(id.as_str(), raw)
+                .and_then(|d| d.to_hook(id.as_str()))
                 .map(Some)
                 .map_err(|e| invalid_hook(id.as_str(), &e)),
         }
     }
 
-    fn put_hook(&mut self, hook: &Hook) {
-        match self.file.hooks.get_mut(hook.id.as_str()) {
-            Some(d) => d.update_from(hook),
-            None => {
-                self.file
-                    .hooks
-                    .insert(hook.id.to_string(), HookDto::from_hook(hook));
-            }
-        }
+    fn rules(&self) -> Result<Vec<HookRules>, StoreError> {
+        self.file
+            .hooks
+            .iter()
+            .map(|(k, raw)| {
+                HookDto::from_raw(k, raw)
+                    .and_then(|d| d.to_rules(k))
+                    .map_err(|e| invalid_hook(k, &e))
+            })
+            .collect()
+    }
+
+    fn hooks(&self) -> Result<Vec<Hook>, StoreError> {
+        self.file
+            .hooks
+            .iter()
+            .map(|(k, raw)| {
+                HookDto::from_raw(k, raw)
+                    .and_then(|d| d.to_hook(k))
+                    .map_err(|e| invalid_hook(k, &e))
+            })
+            .collect()
+    }
+
+    fn put_hook(&mut self, hook: &Hook) -> Result<(), StoreError> {
+        let raw = HookDto::rewrite(self.file.hooks.get(hook.id.as_str()).map(|r| &**r), hook)
+            .ok_or_else(|| StoreError::Io(format!("could not serialise hook {}", hook.id)))?;
+        self.file.hooks.insert(hook.id.to_string(), raw);
+        Ok(())
     }
 
     fn into_file(mut self) -> FileDto {
         let mut out: Vec<Box<RawValue>> =
             Vec::with_capacity(self.pending.len() + self.invalid.len());
         for e in &self.pending {
-            let extra = self.pending_extra.remove(&e.key()).unwrap_or_default();
+            let extra = match self.originals.remove(&e.key()) {
+                Some((orig, raw)) if orig == *e => {
+                    out.push(raw);
+                    continue;
+                }
+                Some((_, raw)) => dto::unknown_fields(&raw, &dto::PENDING_FIELDS),
+                None => Map::new(),
+            };
             if let Ok(raw) = serde_json::value::to_raw_value(&PendingDto::from_entry(e, extra)) {
                 out.push(raw);
             }
@@ -113,8 +142,10 @@ impl JsonStore {
             if !store.path.exists() {
                 let mut file = FileDto::default();
                 let hook = HookSpec::post_task().into_hook(post_task_id(), now);
-                file.hooks
-                    .insert(hook.id.to_string(), HookDto::from_hook(&hook));
+                let raw = HookDto::rewrite(None, &hook).ok_or_else(|| {
+                    StoreError::Io("could not serialise the seed hook".to_owned())
+                })?;
+                file.hooks.insert(hook.id.to_string(), raw);
                 store.write(&file)?;
             }
         }
@@ -176,7 +207,7 @@ impl JsonStore {
             )),
             _ => io_err(&self.path, "read", &e),
         })?;
-        let mut file: FileDto = serde_json::from_slice(&bytes).map_err(|e| {
+        let file: FileDto = serde_json::from_slice(&bytes).map_err(|e| {
             StoreError::Corrupt(format!(
                 "{}: not a valid store file at line {}, column {}: {e} (the last good copy is {BACKUP_FILE}; the file was left as it is)",
                 self.path.display(),
@@ -184,31 +215,24 @@ impl JsonStore {
                 e.column()
             ))
         })?;
-        for (key, hook) in file.hooks.iter_mut() {
-            hook.migrate().map_err(|e| invalid_hook(key, &e))?;
-        }
         Ok(file)
     }
 
     fn read_state(&self) -> Result<State, StoreError> {
-        let file = self.read_file()?;
-        let mut file = file;
+        let mut file = self.read_file()?;
         let raw = std::mem::take(&mut file.pending);
         let mut pending = Vec::with_capacity(raw.len());
-        let mut seen = HashSet::with_capacity(raw.len());
-        let mut pending_extra = HashMap::new();
+        let mut originals = HashMap::with_capacity(raw.len());
         let mut invalid = Vec::new();
         for v in raw {
             let parsed = serde_json::from_str::<PendingDto>(v.get())
                 .ok()
-                .and_then(|d| d.to_entry().ok().map(|e| (e, d.extra)));
+                .and_then(|d| d.to_entry().ok());
             match parsed {
                 // A second entry for the same pair (hand-edited, or the original's lost
                 // update) is kept aside like an invalid one rather than dropped.
-                Some((e, extra)) if seen.insert(e.key()) => {
-                    if !extra.is_empty() {
-                        pending_extra.insert(e.key(), extra);
-                    }
+                Some(e) if !originals.contains_key(&e.key()) => {
+                    originals.insert(e.key(), (e.clone(), v));
                     pending.push(e);
                 }
                 _ => invalid.push(v),
@@ -217,7 +241,7 @@ impl JsonStore {
         Ok(State {
             file,
             pending,
-            pending_extra,
+            originals,
             invalid,
         })
     }
@@ -296,14 +320,8 @@ fn failpoint(_: &str) {}
 impl HookStore for JsonStore {
     async fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let state = self.read_state()?;
-        let hooks = state
-            .file
-            .hooks
-            .iter()
-            .map(|(k, d)| d.to_hook(k).map_err(|e| invalid_hook(k, &e)))
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(Snapshot {
-            hooks,
+            hooks: state.hooks()?,
             pending: state.pending,
         })
     }
@@ -316,7 +334,7 @@ impl HookStore for JsonStore {
         self.change(|s| {
             let id = unique_hook_id(&spec.name, |c| s.file.hooks.contains_key(c));
             let hook = spec.into_hook(id, now);
-            s.put_hook(&hook);
+            s.put_hook(&hook)?;
             Ok((hook, true))
         })
     }
@@ -327,7 +345,7 @@ impl HookStore for JsonStore {
                 .hook(id)?
                 .ok_or_else(|| StoreError::HookNotFound(id.clone()))?;
             patch.apply(&mut hook);
-            s.put_hook(&hook);
+            s.put_hook(&hook)?;
             Ok((hook, true))
         })
     }
@@ -350,6 +368,21 @@ impl HookStore for JsonStore {
             let r = queue::enqueue(&mut s.pending, |h| hooks.contains_key(h.as_str()), entries);
             let changed = r.contains(&EnqueueResult::Queued);
             Ok((r, changed))
+        })
+    }
+
+    async fn enqueue_event(
+        &self,
+        request: &EnqueueRequest,
+    ) -> Result<Vec<(HookId, EnqueueDecision)>, StoreError> {
+        self.change(|s| {
+            let rules = s.rules()?;
+            let (decisions, entries) = queue::plan_event(&rules, &s.pending, request);
+            let hooks = &s.file.hooks;
+            let results =
+                queue::enqueue(&mut s.pending, |h| hooks.contains_key(h.as_str()), entries);
+            let changed = results.contains(&EnqueueResult::Queued);
+            Ok((decisions, changed))
         })
     }
 
@@ -412,7 +445,7 @@ impl HookStore for JsonStore {
                 && let Some(mut hook) = s.hook(&key.hook_id)?
             {
                 queue::record(&mut hook, &key.session_id, &r);
-                s.put_hook(&hook);
+                s.put_hook(&hook)?;
             }
             Ok(((), true))
         })
@@ -437,7 +470,7 @@ impl HookStore for JsonStore {
         self.change(|s| match s.hook(hook)? {
             Some(mut h) => {
                 queue::record(&mut h, session, &record);
-                s.put_hook(&h);
+                s.put_hook(&h)?;
                 Ok(((), true))
             }
             None => Ok(((), false)),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use time::{Duration, OffsetDateTime};
 
+use crate::decide::{EnqueueDecision, SkipReason};
 use crate::model::*;
 use crate::ports::*;
 
@@ -41,6 +42,7 @@ pub async fn run_all(make: &dyn Fn() -> Arc<dyn HookStore>) {
     crud(make().as_ref()).await;
     unique_ids(make().as_ref()).await;
     enqueue_dedupe(make().as_ref()).await;
+    enqueue_event(make().as_ref()).await;
     delete_drops_entries(make().as_ref()).await;
     claim_exclusive(make().as_ref()).await;
     claim_expiry_and_takeover(make().as_ref()).await;
@@ -155,6 +157,72 @@ pub async fn enqueue_dedupe(store: &dyn HookStore) {
     let snap = store.snapshot().await.expect("snapshot");
     let mine: Vec<_> = snap.pending.iter().filter(|p| p.hook_id == h.id).collect();
     assert_eq!(mine.len(), 2, "exactly the accepted entries are pending");
+}
+
+pub async fn enqueue_event(store: &dyn HookStore) {
+    let on = new_hook(store, "planned").await;
+    let off = new_hook(store, "switched off").await;
+    store
+        .update_hook(
+            &off.id,
+            &HookPatch {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("disable");
+    store
+        .enqueue(vec![entry(&on.id, "old", t0())])
+        .await
+        .expect("enqueue");
+    let req = |s: &str| EnqueueRequest {
+        session: sid(s),
+        event: Event::ConversationDone,
+        stamps: Default::default(),
+        origin: Origin::Interactive,
+        subagent: false,
+        now: t0(),
+    };
+    let d = store
+        .enqueue_event(&req("old"))
+        .await
+        .expect("enqueue_event");
+    let get = |d: &[(HookId, EnqueueDecision)], id: &HookId| {
+        d.iter().find(|(h, _)| h == id).map(|(_, x)| x.clone())
+    };
+    assert_eq!(
+        get(&d, &on.id),
+        Some(EnqueueDecision::Skip(SkipReason::AlreadyPending)),
+        "the decision sees the queue under the lock"
+    );
+    assert_eq!(
+        get(&d, &off.id),
+        Some(EnqueueDecision::Skip(SkipReason::Disabled))
+    );
+    let d = store
+        .enqueue_event(&req("new"))
+        .await
+        .expect("enqueue_event");
+    assert_eq!(
+        get(&d, &on.id),
+        Some(EnqueueDecision::Queue {
+            due_at: t0() + Duration::seconds(10)
+        })
+    );
+    let snap = store.snapshot().await.expect("snapshot");
+    let mine: Vec<_> = snap
+        .pending
+        .iter()
+        .filter(|p| p.hook_id == on.id)
+        .map(|p| p.session_id.as_str())
+        .collect();
+    assert_eq!(
+        mine,
+        ["old", "new"],
+        "the Queue decision was carried out in the same call"
+    );
+    assert!(snap.pending.iter().all(|p| p.hook_id != off.id));
 }
 
 pub async fn delete_drops_entries(store: &dyn HookStore) {
