@@ -98,6 +98,11 @@ pub fn daemon_running(dir: &Path) -> bool {
 pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     init_logging(a.run.log_format);
     let (svc, store) = build(ctx, &a.run)?;
+    match crate::prompts::write_default_prompt(&ctx.workspace) {
+        Ok(Some(p)) => info!(path = %p.display(), "wrote the default post-task prompt"),
+        Ok(None) => {}
+        Err(e) => warn!(error = %e, workspace = %ctx.workspace.display(), "could not write the default prompt"),
+    }
     let _mark = mark_running(&ctx.data_dir);
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, "serving");
     let grace = Duration::from_secs(a.run.shutdown_grace);
