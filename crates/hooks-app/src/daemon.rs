@@ -101,7 +101,9 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     match crate::prompts::write_default_prompt(&ctx.workspace) {
         Ok(Some(p)) => info!(path = %p.display(), "wrote the default post-task prompt"),
         Ok(None) => {}
-        Err(e) => warn!(error = %e, workspace = %ctx.workspace.display(), "could not write the default prompt"),
+        Err(e) => {
+            warn!(error = %e, workspace = %ctx.workspace.display(), "could not write the default prompt")
+        }
     }
     let _mark = mark_running(&ctx.data_dir);
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, "serving");

@@ -115,6 +115,11 @@ async fn an_unknown_session_and_the_wrong_cwd_fail_with_claudes_message() {
             "No conversation found with session ID: {sid}"
         )))
     );
+    assert!(
+        wait_until(5, || env.leftovers().is_empty()),
+        "left running: {:?}",
+        env.leftovers()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -149,6 +154,11 @@ async fn max_turns_from_frontmatter_is_reached() {
         models.iter().any(|m| m == "claude-hooks-test-model"),
         "--model from the frontmatter reached the API: {models:?}"
     );
+    assert!(
+        wait_until(5, || env.leftovers().is_empty()),
+        "left running: {:?}",
+        env.leftovers()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -172,6 +182,11 @@ async fn no_credentials_is_an_error_not_a_success() {
         "{o:?}"
     );
     assert_eq!(o.exit_code, Some(1));
+    assert!(
+        wait_until(5, || env.leftovers().is_empty()),
+        "left running: {:?}",
+        env.leftovers()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -244,3 +244,53 @@ async fn the_original_module_and_this_store_agree_on_a_file_it_wrote() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_write_that_fails_midway_leaves_the_previous_file_and_no_temp() {
+    // A file-size limit makes the temp-file write fail (EFBIG) the way a full disk does
+    // (ENOSPC); SIGXFSZ is ignored so the process sees the error instead of dying.
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let big = (0..300)
+        .map(|i| PendingEntry {
+            hook_id: post_task_id(),
+            session_id: SessionId::parse(&format!("big{i}")).unwrap(),
+            due_at: DueAt::At(now()),
+            queued_at: Some(now()),
+            retries: 0,
+            claim: None,
+        })
+        .collect();
+    store.enqueue(big).await.unwrap();
+    let path = dir.path().join(STORE_FILE);
+    let before = fs::read(&path).unwrap();
+    let limit = format!("--fsize={}", before.len() / 2);
+    let out = Command::new("sh")
+        .args(["-c", "trap '' XFSZ; exec prlimit \"$0\" \"$@\"", &limit])
+        .arg(env!("CARGO_BIN_EXE_hooks-store-helper"))
+        .args(["create", dir.path().to_str().unwrap(), "Too Big To Write"])
+        .output()
+        .expect("prlimit runs");
+    assert!(!out.status.success(), "the write must fail");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("could not write") && err.contains(STORE_FILE),
+        "a clear error: {err}"
+    );
+    assert_eq!(
+        fs::read(&path).unwrap(),
+        before,
+        "the previous file is intact"
+    );
+    let temps = fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("hooks.json.tmp.")
+        })
+        .count();
+    assert_eq!(temps, 0, "the failed writer removed its temp file");
+    assert_eq!(store.snapshot().await.unwrap().pending.len(), 300);
+}
