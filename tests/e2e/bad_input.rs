@@ -138,8 +138,19 @@ fn invalid_values_are_refused_with_the_field_and_rule() {
 }
 
 fn hook_call(app: &App, input: &[u8]) -> std::process::Output {
+    hook_call_with(app, &[], &[], input)
+}
+
+/// Runs `claude-hook` with extra arguments and variables, writing `input` to its stdin.
+fn hook_call_with(
+    app: &App,
+    args: &[&str],
+    env: &[(&str, &str)],
+    input: &[u8],
+) -> std::process::Output {
     let mut c = app
-        .cmd(&["claude-hook"])
+        .cmd(&[&["claude-hook"], args].concat())
+        .envs(env.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -199,9 +210,10 @@ fn claude_hook_handles_each_event_as_specified() {
         (ev("Notification", "s-other", "DONE"), false),
         (ev("Stop", "s-done", "all finished\n\nDONE\n"), true),
     ] {
+        let before = app.pending().len();
         let o = hook_call(&app, input.as_bytes());
         assert_eq!(o.status.code(), Some(0), "{input}: {}", stderr(&o));
-        let _ = queued;
+        assert_eq!(app.pending().len(), before + usize::from(queued), "{input}");
     }
     let pending: Vec<String> = app
         .pending()
@@ -210,35 +222,23 @@ fn claude_hook_handles_each_event_as_specified() {
         .collect();
     assert_eq!(pending, ["s-done"]);
     // The app's own follow-up runs are ignored, DONE or not.
-    let o = app
-        .cmd(&["claude-hook"])
-        .env("HOOKS_APP_FOLLOW_UP", "post-task")
-        .stdin(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(ev("Stop", "s-follow", "x\nDONE").as_bytes())?;
-            c.wait_with_output()
-        });
-    assert!(o.unwrap().status.success());
+    let input = ev("Stop", "s-follow", "x\nDONE");
+    let o = hook_call_with(
+        &app,
+        &[],
+        &[("HOOKS_APP_FOLLOW_UP", "post-task")],
+        input.as_bytes(),
+    );
+    assert!(o.status.success());
     // SessionEnd counts on the entry installed with that trigger; cron origin is honoured.
-    let o = app
-        .cmd(&["claude-hook", "--on", "session-end"])
-        .env("HOOKS_APP_ORIGIN", "cron")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut c| {
-            c.stdin
-                .take()
-                .unwrap()
-                .write_all(ev("SessionEnd", "s-cron-end", "").as_bytes())?;
-            c.wait_with_output()
-        });
-    assert!(o.unwrap().status.success());
+    let input = ev("SessionEnd", "s-cron-end", "");
+    let o = hook_call_with(
+        &app,
+        &["--on", "session-end"],
+        &[("HOOKS_APP_ORIGIN", "cron")],
+        input.as_bytes(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
     let o = hook_call(
         &app,
         ev("Stop", "s-agent", "x\nDONE")

@@ -180,29 +180,42 @@ impl Event {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Delay(u32);
 
+/// A whole number in `0..=max`, from a number or a decimal string; the error names `field`
+/// and says `rule`.
+fn whole_in(
+    field: &'static str,
+    rule: &str,
+    max: u32,
+    n: Result<i64, &str>,
+) -> Result<u32, ValidationError> {
+    match n {
+        Ok(n) => u32::try_from(n)
+            .ok()
+            .filter(|v| *v <= max)
+            .ok_or_else(|| ValidationError::new(field, format!("{rule} (got {n})"))),
+        Err(s) => Err(ValidationError::new(
+            field,
+            format!("{rule} (got {})", describe(s)),
+        )),
+    }
+}
+
+const DELAY_RULE: &str = "must be a whole number from 0 to 86400";
+const CAP_RULE: &str = "must be a whole number ≥ 0";
+
 impl Delay {
     pub fn from_seconds(s: i64) -> Result<Self, ValidationError> {
-        if (0..=i64::from(MAX_DELAY_SECONDS)).contains(&s) {
-            Ok(Self(s as u32))
-        } else {
-            Err(ValidationError::new(
-                "delaySeconds",
-                format!("must be a whole number from 0 to {MAX_DELAY_SECONDS} (got {s})"),
-            ))
-        }
+        whole_in("delaySeconds", DELAY_RULE, MAX_DELAY_SECONDS, Ok(s)).map(Self)
     }
     /// From a decimal string, as typed on a command line.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
-        match s.trim().parse::<i64>() {
-            Ok(n) => Self::from_seconds(n),
-            Err(_) => Err(ValidationError::new(
-                "delaySeconds",
-                format!(
-                    "must be a whole number from 0 to {MAX_DELAY_SECONDS} (got {})",
-                    describe(s)
-                ),
-            )),
-        }
+        whole_in(
+            "delaySeconds",
+            DELAY_RULE,
+            MAX_DELAY_SECONDS,
+            s.trim().parse::<i64>().map_err(|_| s),
+        )
+        .map(Self)
     }
     pub fn seconds(self) -> u32 {
         self.0
@@ -279,23 +292,16 @@ impl ContextCap {
     pub const NONE: ContextCap = ContextCap(0);
 
     pub fn from_k(k: i64) -> Result<Self, ValidationError> {
-        if (0..=i64::from(u32::MAX)).contains(&k) {
-            Ok(Self(k as u32))
-        } else {
-            Err(ValidationError::new(
-                "maxContextK",
-                format!("must be a whole number ≥ 0 (got {k})"),
-            ))
-        }
+        whole_in("maxContextK", CAP_RULE, u32::MAX, Ok(k)).map(Self)
     }
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
-        match s.trim().parse::<i64>() {
-            Ok(n) => Self::from_k(n),
-            Err(_) => Err(ValidationError::new(
-                "maxContextK",
-                format!("must be a whole number ≥ 0 (got {})", describe(s)),
-            )),
-        }
+        whole_in(
+            "maxContextK",
+            CAP_RULE,
+            u32::MAX,
+            s.trim().parse::<i64>().map_err(|_| s),
+        )
+        .map(Self)
     }
     pub fn k(self) -> u32 {
         self.0

@@ -18,6 +18,18 @@ fn now() -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_796_199_477).unwrap() // 2026-12-02T08:17:57Z
 }
 
+/// A pending entry of the post-task hook for `session`, due at `due`.
+fn due_entry(session: &str, due: OffsetDateTime) -> PendingEntry {
+    PendingEntry {
+        hook_id: post_task_id(),
+        session_id: SessionId::parse(session).unwrap(),
+        due_at: DueAt::At(due),
+        queued_at: Some(due),
+        retries: 0,
+        claim: None,
+    }
+}
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/it/fixtures")
@@ -262,14 +274,7 @@ async fn a_corrupt_file_is_refused_and_never_overwritten() {
         e.contains(STORE_FILE) && e.contains("line 3, column 10"),
         "{e}"
     );
-    let pe = PendingEntry {
-        hook_id: post_task_id(),
-        session_id: SessionId::parse("s").unwrap(),
-        due_at: DueAt::At(now()),
-        queued_at: None,
-        retries: 0,
-        claim: None,
-    };
+    let pe = due_entry("s", now());
     assert!(matches!(
         store.enqueue(vec![pe]).await,
         Err(StoreError::Corrupt(_))

@@ -63,14 +63,7 @@ async fn four_processes_claim_200_each_exactly_once() {
     let store = JsonStore::open(dir.path(), now()).unwrap();
     let past = OffsetDateTime::now_utc() - Duration::minutes(1);
     let entries = (0..200)
-        .map(|i| PendingEntry {
-            hook_id: post_task_id(),
-            session_id: SessionId::parse(&format!("c{i}")).unwrap(),
-            due_at: DueAt::At(past),
-            queued_at: Some(past),
-            retries: 0,
-            claim: None,
-        })
+        .map(|i| due_entry(&format!("c{i}"), past))
         .collect();
     store.enqueue(entries).await.unwrap();
     let kids: Vec<Child> = (0..4)
@@ -197,17 +190,7 @@ async fn the_original_module_loads_what_this_store_writes() {
     )
     .unwrap();
     store.create_hook(spec, now()).await.unwrap();
-    let entries = ["a1", "b2"]
-        .iter()
-        .map(|s| PendingEntry {
-            hook_id: post_task_id(),
-            session_id: SessionId::parse(s).unwrap(),
-            due_at: DueAt::At(now()),
-            queued_at: Some(now()),
-            retries: 0,
-            claim: None,
-        })
-        .collect();
+    let entries = ["a1", "b2"].iter().map(|s| due_entry(s, now())).collect();
     store.enqueue(entries).await.unwrap();
     // A claim adds fields the original must ignore.
     store
@@ -252,14 +235,7 @@ async fn a_write_that_fails_midway_leaves_the_previous_file_and_no_temp() {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonStore::open(dir.path(), now()).unwrap();
     let big = (0..300)
-        .map(|i| PendingEntry {
-            hook_id: post_task_id(),
-            session_id: SessionId::parse(&format!("big{i}")).unwrap(),
-            due_at: DueAt::At(now()),
-            queued_at: Some(now()),
-            retries: 0,
-            claim: None,
-        })
+        .map(|i| due_entry(&format!("big{i}"), now()))
         .collect();
     store.enqueue(big).await.unwrap();
     let path = dir.path().join(STORE_FILE);
