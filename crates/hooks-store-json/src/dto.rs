@@ -195,21 +195,6 @@ impl HookDto {
         Ok(false)
     }
 
-    /// The hook's rules, without reading its history: all the enqueue decision needs.
-    pub fn to_rules(&self, key: &str) -> Result<HookRules, ValidationError> {
-        Ok(HookRules {
-            id: HookId::parse(key)?,
-            event: Event::parse(self.event.as_deref().unwrap_or(""))?,
-            delay: match &self.delay_seconds {
-                Some(v) => Delay::from_seconds(whole("delaySeconds", v)?)?,
-                None => Delay::from_seconds(0)?,
-            },
-            enabled: self.enabled.unwrap_or(false),
-            skip_cron: self.skip_cron.unwrap_or(false),
-            skip_subagents: self.skip_subagents.unwrap_or(false),
-        })
-    }
-
     pub fn to_hook(&self, key: &str) -> Result<Hook, ValidationError> {
         let id = HookId::parse(key)?;
         let name = match self.name.as_deref().map(str::trim) {
@@ -292,6 +277,56 @@ impl HookDto {
         d.update_from(hook);
         d
     }
+}
+
+/// Only a hook's rules, for the enqueue path: its history and the rest are skipped while
+/// parsing, never copied.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RulesDto {
+    #[serde(default)]
+    event: Option<String>,
+    #[serde(default)]
+    delay_seconds: Option<Value>,
+    #[serde(default)]
+    delay_minutes: Option<Value>,
+    #[serde(default)]
+    enabled: Option<bool>,
+    #[serde(default)]
+    skip_cron: Option<bool>,
+    #[serde(default)]
+    skip_subagents: Option<bool>,
+}
+
+impl RulesDto {
+    /// The rules of the stored hook `key`, with the same defaults and migration as
+    /// [`HookDto::to_hook`].
+    pub fn read(key: &str, raw: &RawValue) -> Result<HookRules, ValidationError> {
+        let d: RulesDto = serde_json::from_str(raw.get()).map_err(|e| {
+            ValidationError::new("hook", format!("must be an object of hook fields ({e})"))
+        })?;
+        let delay = match (&d.delay_seconds, &d.delay_minutes) {
+            (Some(s), _) => whole("delaySeconds", s)?,
+            (None, Some(m)) => whole("delayMinutes", m)?.saturating_mul(60),
+            (None, None) => 0,
+        };
+        Ok(HookRules {
+            id: HookId::parse(key)?,
+            event: Event::parse(d.event.as_deref().unwrap_or(""))?,
+            delay: Delay::from_seconds(delay)?,
+            enabled: d.enabled.unwrap_or(false),
+            skip_cron: d.skip_cron.unwrap_or(false),
+            skip_subagents: d.skip_subagents.unwrap_or(false),
+        })
+    }
+}
+
+/// The session of a stored pending entry, borrowed from the file's bytes where it can be.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyDto<'a> {
+    #[serde(borrow)]
+    pub session_id: std::borrow::Cow<'a, str>,
 }
 
 /// A pending entry as stored. The claim fields are this project's; the original ignores them.

@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use time::Duration;
 
 pub use dto::FileDto;
-use dto::{HookDto, PendingDto, RunDto};
+use dto::{HookDto, KeyDto, PendingDto, RulesDto, RunDto};
 use fsutil::{DirLock, create_dir_private, io_err};
 
 /// The store file's name in the data folder.
@@ -67,18 +67,6 @@ impl State {
                 .map(Some)
                 .map_err(|e| invalid_hook(id.as_str(), &e)),
         }
-    }
-
-    fn rules(&self) -> Result<Vec<HookRules>, StoreError> {
-        self.file
-            .hooks
-            .iter()
-            .map(|(k, raw)| {
-                HookDto::from_raw(k, raw)
-                    .and_then(|d| d.to_rules(k))
-                    .map_err(|e| invalid_hook(k, &e))
-            })
-            .collect()
     }
 
     fn hooks(&self) -> Result<Vec<Hook>, StoreError> {
@@ -246,6 +234,63 @@ impl JsonStore {
         })
     }
 
+    /// The rules of every hook, read without their histories.
+    fn rules(file: &FileDto) -> Result<Vec<HookRules>, StoreError> {
+        file.hooks
+            .iter()
+            .map(|(k, raw)| RulesDto::read(k, raw).map_err(|e| invalid_hook(k, &e)))
+            .collect()
+    }
+
+    /// The valid entries whose session `wanted` accepts. The others are only scanned for
+    /// their key, borrowed from the file's bytes, and stay as they are stored.
+    fn entries_of(file: &FileDto, wanted: impl Fn(&str) -> bool) -> Vec<PendingEntry> {
+        file.pending
+            .iter()
+            .filter(|raw| {
+                serde_json::from_str::<KeyDto>(raw.get()).is_ok_and(|k| wanted(&k.session_id))
+            })
+            .filter_map(|raw| {
+                serde_json::from_str::<PendingDto>(raw.get())
+                    .ok()?
+                    .to_entry()
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// Adds entries under the lock, reading in full only the entries of the sessions they
+    /// are for: what enqueuing needs to refuse a pair already queued. `plan` gets the hooks'
+    /// rules and those entries and returns its result and the entries to add.
+    fn append<T>(
+        &self,
+        sessions: &[&SessionId],
+        plan: impl FnOnce(&[HookRules], &[PendingEntry]) -> (T, Vec<PendingEntry>),
+    ) -> Result<(T, Vec<EnqueueResult>), StoreError> {
+        let _lock = self.lock()?;
+        let mut file = self.read_file()?;
+        let rules = Self::rules(&file)?;
+        let mut related = Self::entries_of(&file, |s| sessions.iter().any(|w| w.as_str() == s));
+        let (out, entries) = plan(&rules, &related);
+        let before = related.len();
+        let results = queue::enqueue(
+            &mut related,
+            |h| file.hooks.contains_key(h.as_str()),
+            entries,
+        );
+        if related.len() > before {
+            for e in &related[before..] {
+                let raw = serde_json::value::to_raw_value(&PendingDto::from_entry(e, Map::new()))
+                    .map_err(|err| {
+                    StoreError::Io(format!("could not serialise an entry: {err}"))
+                })?;
+                file.pending.push(raw);
+            }
+            self.write(&file)?;
+        }
+        Ok((out, results))
+    }
+
     /// Pending entries in the file that do not validate (kept, never claimed).
     pub fn invalid_pending(&self) -> Result<Vec<Value>, StoreError> {
         Ok(self
@@ -363,27 +408,20 @@ impl HookStore for JsonStore {
     }
 
     async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError> {
-        self.change(|s| {
-            let hooks = &s.file.hooks;
-            let r = queue::enqueue(&mut s.pending, |h| hooks.contains_key(h.as_str()), entries);
-            let changed = r.contains(&EnqueueResult::Queued);
-            Ok((r, changed))
-        })
+        let sessions: Vec<SessionId> = entries.iter().map(|e| e.session_id.clone()).collect();
+        let refs: Vec<&SessionId> = sessions.iter().collect();
+        let ((), results) = self.append(&refs, |_, _| ((), entries))?;
+        Ok(results)
     }
 
     async fn enqueue_event(
         &self,
         request: &EnqueueRequest,
     ) -> Result<Vec<(HookId, EnqueueDecision)>, StoreError> {
-        self.change(|s| {
-            let rules = s.rules()?;
-            let (decisions, entries) = queue::plan_event(&rules, &s.pending, request);
-            let hooks = &s.file.hooks;
-            let results =
-                queue::enqueue(&mut s.pending, |h| hooks.contains_key(h.as_str()), entries);
-            let changed = results.contains(&EnqueueResult::Queued);
-            Ok((decisions, changed))
-        })
+        let (decisions, _) = self.append(&[&request.session], |rules, pending| {
+            queue::plan_event(rules, pending, request)
+        })?;
+        Ok(decisions)
     }
 
     async fn claim_due(
