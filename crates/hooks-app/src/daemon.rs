@@ -2,8 +2,9 @@
 //! decision.
 //!
 //! `serve` sleeps until the next due time, and notices another process's changes to the
-//! store by a cheap `stat` of the store file every 250 ms (its inode, size and modification
-//! time change with every rename). It claims only as many entries as it has free slots, in
+//! store through an inotify watch on the data folder, with a `stat` of the store file every
+//! 5 s as a safety net (every 250 ms where the folder cannot be watched; its inode, size and
+//! modification time change with every rename). It claims only as many entries as it has free slots, in
 //! one store write per pass, and renews its claims while runs go on. On SIGTERM or SIGINT it
 //! stops claiming, gives back what it has not started, waits up to the grace period for
 //! running follow-ups, then stops them and records `error: interrupted by shutdown`.
@@ -257,7 +258,24 @@ impl Loop {
             signal(SignalKind::interrupt()).map_err(|e| AppError::runtime(e.to_string()))?;
         let mut renew = tokio::time::interval(self.renew_every);
         renew.reset();
-        let mut poll = tokio::time::interval(Duration::from_millis(250));
+        // Another process's change wakes the daemon through a file watch; a `stat` of the
+        // store file is the safety net (and the only means where folders cannot be watched).
+        let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
+        let watching = self.mode == Mode::Serve
+            && match self
+                .store
+                .dir()
+                .canonicalize()
+                .and_then(|d| crate::watch::watch(&d, hooks_store_json::STORE_FILE, tx))
+            {
+                Ok(()) => true,
+                Err(e) => {
+                    warn!(error = %e, "cannot watch the data folder; checking the store file every 250 ms instead");
+                    false
+                }
+            };
+        let mut poll =
+            tokio::time::interval(Duration::from_millis(if watching { 5000 } else { 250 }));
         let mut sig = file_sig(self.store.path());
         let mut deadline: Option<Instant> = None;
         if self.mode == Mode::Tick {
@@ -316,6 +334,9 @@ impl Loop {
                 _ = async { sleep_until(wake.unwrap_or_else(Instant::now)).await }, if wake.is_some() && deadline.is_none() => {
                     recheck = true;
                     wake = None;
+                }
+                Some(()) = changed.recv(), if watching && deadline.is_none() => {
+                    recheck = true;
                 }
                 _ = poll.tick(), if self.mode == Mode::Serve && deadline.is_none() => {
                     let now_sig = file_sig(self.store.path());

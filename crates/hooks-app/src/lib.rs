@@ -12,6 +12,7 @@ mod daemon;
 mod doctor;
 mod install;
 mod prompts;
+mod watch;
 
 use std::process::ExitCode;
 
