@@ -123,6 +123,7 @@ fn doctor_on_a_fresh_machine_names_each_fix() {
     ] {
         assert!(out.contains(needle), "{needle:?} in\n{out}");
     }
+    assert!(!app.data_dir().exists(), "doctor creates nothing");
     app.ok(&["init"]);
     app.ok(&["install"]);
     let out = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();

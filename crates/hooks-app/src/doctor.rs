@@ -133,22 +133,34 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         }
     });
 
-    let writable = std::fs::create_dir_all(&ctx.data_dir).and_then(|()| {
-        let probe = ctx.data_dir.join(format!(".doctor.{}", std::process::id()));
-        std::fs::write(&probe, b"ok")?;
-        std::fs::remove_file(probe)
-    });
+    // Probe without changing anything: in the folder if it exists, else in the nearest
+    // parent that does (where `init` would create it).
+    let probe_dir = ctx
+        .data_dir
+        .ancestors()
+        .find(|p| p.is_dir())
+        .unwrap_or(&ctx.data_dir)
+        .to_owned();
+    let writable = tempfile_probe(&probe_dir);
+    let exists = ctx.data_dir.is_dir();
     checks.push(match writable {
         Ok(()) => Check {
             name: "data dir writable",
             ok: true,
-            detail: data.clone(),
+            detail: if exists {
+                data.clone()
+            } else {
+                format!(
+                    "{data} (not created yet; {} is writable)",
+                    probe_dir.display()
+                )
+            },
             fix: None,
         },
         Err(e) => Check {
             name: "data dir writable",
             ok: false,
-            detail: format!("{data}: {e}"),
+            detail: format!("{}: {e}", probe_dir.display()),
             fix: Some(format!(
                 "mkdir -p '{data}' && chmod 700 '{data}', or pass --data-dir DIR (HOOKS_DATA_DIR)"
             )),
@@ -273,4 +285,14 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Creates and removes a file in `dir`: whether this process can write there.
+fn tempfile_probe(dir: &std::path::Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".hooks-app-doctor.{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(probe)
 }
