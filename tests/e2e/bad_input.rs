@@ -318,3 +318,30 @@ fn a_corrupt_store_is_refused_and_kept() {
         "{out}"
     );
 }
+
+#[test]
+fn a_stop_without_the_message_field_reads_the_transcript() {
+    // Claude Code before 2.1.47 sent no last_assistant_message: the transcript decides.
+    let app = App::fake();
+    app.ok(&["init"]);
+    let done = app.transcript("old-done", &app.proj, 10);
+    let not_done = app.env.claude_home().join("projects/-proj/old-open.jsonl");
+    std::fs::write(
+        &not_done,
+        "{\"type\":\"assistant\",\"isSidechain\":false,\"message\":{\"id\":\"m\",\"content\":[{\"type\":\"text\",\"text\":\"still going\"}]}}\n",
+    )
+    .unwrap();
+    for (sid, path) in [("old-done", &done), ("old-open", &not_done)] {
+        let input = serde_json::json!({"hook_event_name": "Stop", "session_id": sid, "cwd": "/tmp",
+            "transcript_path": path, "stop_hook_active": false})
+        .to_string();
+        let o = hook_call(&app, input.as_bytes());
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let pending: Vec<String> = app
+        .pending()
+        .iter()
+        .map(|p| p["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pending, ["old-done"]);
+}

@@ -7,3 +7,4 @@ mod flow;
 mod install;
 mod reliability;
 mod support;
+mod tour;

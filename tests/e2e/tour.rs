@@ -1,0 +1,158 @@
+//! The everyday commands, as a user runs them one after another.
+
+use serde_json::Value;
+
+use crate::support::*;
+
+#[test]
+fn hooks_history_status_and_prune() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let again = app.ok(&["init"]);
+    assert!(
+        again.contains("store already there") && again.contains("prompt already there"),
+        "init is idempotent: {again}"
+    );
+
+    let id = app.ok(&[
+        "hooks",
+        "create",
+        "Release Notes",
+        "--prompt-file",
+        ".claude/agents/hooks/notes.md",
+        "--delay",
+        "0",
+        "--max-context-k",
+        "100",
+    ]);
+    assert_eq!(id.trim(), "release-notes");
+    let id2 = app.ok(&[
+        "hooks",
+        "create",
+        "release notes!",
+        "--prompt-file",
+        ".claude/agents/hooks/notes.md",
+    ]);
+    assert_eq!(id2.trim(), "release-notes-2");
+    std::fs::write(
+        app.proj.join(".claude/agents/hooks/notes.md"),
+        "---\nname: notes\n---\nWrite the notes, then COMPLETED.\n",
+    )
+    .unwrap();
+    let list = app.json(&["hooks", "list"]);
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["post-task", "release-notes", "release-notes-2"]);
+    let h = app.hook("release-notes");
+    assert_eq!(
+        (
+            h["delaySeconds"].as_u64(),
+            h["maxContextK"].as_u64(),
+            h["skipCron"].as_bool()
+        ),
+        (Some(0), Some(100), Some(true))
+    );
+    let table = app.ok(&["hooks", "list"]);
+    assert!(
+        table.lines().next().unwrap().starts_with("ID") && table.contains("release-notes"),
+        "{table}"
+    );
+
+    app.ok(&[
+        "hooks",
+        "update",
+        "release-notes",
+        "--include-cron",
+        "--name",
+        "Notes",
+    ]);
+    let h = app.hook("release-notes");
+    assert_eq!(
+        (h["skipCron"].as_bool(), h["name"].as_str()),
+        (Some(false), Some("Notes"))
+    );
+    let deleted = app.ok(&["hooks", "delete", "release-notes-2"]);
+    assert!(deleted.contains("deleted"), "{deleted}");
+
+    // One follow-up through tick, then the history, the runs and the status.
+    app.ok(&["hooks", "disable", "post-task"]);
+    let t = app.transcript("tour-1", &app.proj, 10);
+    let queued = app.json(&[
+        "notify",
+        "--session",
+        "tour-1",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    let outcomes: Vec<(&str, &str)> = queued
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["hookId"].as_str().unwrap(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [("post-task", "skipped"), ("release-notes", "queued")]
+    );
+    let status = app.json(&["status"]);
+    assert_eq!(
+        (
+            status["pending"].as_u64(),
+            status["due"].as_u64(),
+            status["daemonRunning"].as_bool()
+        ),
+        (Some(1), Some(1), Some(false))
+    );
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert_eq!(app.fake_log(), ["tour-1 release-notes"]);
+    let history = app.json(&["history", "release-notes"]);
+    assert_eq!(history.as_array().unwrap().len(), 1);
+    assert_eq!(history[0]["sessionId"], "tour-1");
+    let runs = app.json(&["runs", "--hook", "release-notes", "--limit", "5"]);
+    assert_eq!(runs.as_array().map(Vec::len), Some(1));
+    assert_eq!(runs[0]["costUsd"], 0.01);
+    let status = app.json(&["status"]);
+    assert_eq!(status["pending"].as_u64(), Some(0));
+    assert!(
+        status["totalCostUsd"]
+            .as_f64()
+            .is_some_and(|c| (c - 0.01).abs() < 1e-9),
+        "{status}"
+    );
+    let text = app.ok(&["status"]);
+    assert!(
+        text.contains("daemon        not running") && text.contains("tour-1"),
+        "{text}"
+    );
+
+    // prune keeps recent session files and removes old ones with nothing pending.
+    let sessions = app.data_dir().join("sessions");
+    let file = sessions.join("tour-1.json");
+    assert!(file.exists());
+    let out = app.ok(&["prune", "--older-than", "30"]);
+    assert!(out.contains("removed 0 session files"), "{out}");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(40 * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&file)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let out = app.ok(&["prune", "--older-than", "30"]);
+    assert!(out.contains("removed 1 session file "), "{out}");
+    assert!(!file.exists());
+    let s: Value = app.json(&["session", "tour-1"]);
+    assert!(
+        s["stamps"].as_object().unwrap().is_empty(),
+        "the stamp went with its file: {s}"
+    );
+}
