@@ -6,6 +6,19 @@ use std::process::{Child, Command, Stdio};
 
 use super::*;
 
+/// How many temp files of the store's writers are in `dir`.
+fn temp_files(dir: &Path) -> usize {
+    fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("hooks.json.tmp.")
+        })
+        .count()
+}
+
 fn helper() -> Command {
     Command::new(env!("CARGO_BIN_EXE_hooks-store-helper"))
 }
@@ -108,31 +121,15 @@ async fn a_writer_killed_before_the_rename_leaves_the_old_file() {
         before,
         "the store file is the old one, intact"
     );
-    let strays: Vec<_> = fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("hooks.json.tmp.")
-        })
-        .collect();
-    assert_eq!(strays.len(), 1, "the dead writer left its temp file");
+    let strays = temp_files(dir.path());
+    assert_eq!(strays, 1, "the dead writer left its temp file");
     let store = JsonStore::open(dir.path(), now()).unwrap();
     assert_eq!(
         store.snapshot().await.unwrap().hooks.len(),
         1,
         "the old file loads"
     );
-    let left = fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("hooks.json.tmp.")
-        })
-        .count();
+    let left = temp_files(dir.path());
     assert_eq!(left, 0, "the next open cleans the stray temp file up");
 }
 
@@ -258,15 +255,7 @@ async fn a_write_that_fails_midway_leaves_the_previous_file_and_no_temp() {
         before,
         "the previous file is intact"
     );
-    let temps = fs::read_dir(dir.path())
-        .unwrap()
-        .flatten()
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("hooks.json.tmp.")
-        })
-        .count();
+    let temps = temp_files(dir.path());
     assert_eq!(temps, 0, "the failed writer removed its temp file");
     assert_eq!(store.snapshot().await.unwrap().pending.len(), 300);
 }
