@@ -102,6 +102,10 @@ fn init(ctx: &Context) -> AppResult {
     let existed = ctx.data_dir.join(hooks_store_json::STORE_FILE).exists();
     let store = ctx.open_store()?;
     block_on(store.snapshot())??;
+    let removed = store.clean_up()?;
+    if removed > 0 {
+        println!("removed {removed} temp file(s) left by writers that died");
+    }
     println!(
         "{} {}",
         if existed {

@@ -51,6 +51,11 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
         owner: context::owner_id(),
     };
     let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout)), config)?;
+    match store.clean_up() {
+        Ok(0) => {}
+        Ok(n) => info!(removed = n, "removed temp files left by writers that died"),
+        Err(e) => warn!(error = %e, "could not look for stray temp files"),
+    }
     Ok((Arc::new(svc), store))
 }
 

@@ -116,17 +116,15 @@ fn invalid_hook(key: &str, e: &ValidationError) -> StoreError {
 
 impl JsonStore {
     /// Opens the store in `dir`, creating the folder (`0700`) and seeding the file with the
-    /// `post-task` hook when it does not exist yet. Stray temp files of writers that died
-    /// are removed.
+    /// `post-task` hook when it does not exist yet.
     pub fn open(dir: &Path, now: Timestamp) -> Result<Self, StoreError> {
         create_dir_private(dir).map_err(|e| io_err(dir, "create the data folder", &e))?;
         let store = Self {
             dir: dir.to_owned(),
             path: dir.join(STORE_FILE),
         };
-        if !store.path.exists() || store.has_stray_temps() {
+        if !store.path.exists() {
             let _lock = store.lock()?;
-            store.remove_stray_temps();
             if !store.path.exists() {
                 let mut file = FileDto::default();
                 let hook = HookSpec::post_task().into_hook(post_task_id(), now);
@@ -167,23 +165,22 @@ impl JsonStore {
             .map_err(|e| io_err(&self.dir.join(LOCK_FILE), "lock", &e))
     }
 
-    fn has_stray_temps(&self) -> bool {
-        fs::read_dir(&self.dir).is_ok_and(|rd| {
-            rd.flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with(TEMP_PREFIX))
-        })
-    }
-
-    /// Under the lock no writer is between its temp write and its rename, so every temp
-    /// file is a dead writer's.
-    fn remove_stray_temps(&self) {
+    /// Removes the temp files of writers that died between writing and renaming. Under the
+    /// lock no writer is in that window, so every temp file found is a dead writer's.
+    /// Returns how many were removed. Long-lived commands call it; the hook path does not.
+    pub fn clean_up(&self) -> Result<usize, StoreError> {
+        let _lock = self.lock()?;
+        let mut removed = 0;
         if let Ok(rd) = fs::read_dir(&self.dir) {
             for e in rd.flatten() {
-                if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
-                    let _ = fs::remove_file(e.path());
+                if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+                    && fs::remove_file(e.path()).is_ok()
+                {
+                    removed += 1;
                 }
             }
         }
+        Ok(removed)
     }
 
     /// Reads and parses the store file.

@@ -129,8 +129,13 @@ async fn a_writer_killed_before_the_rename_leaves_the_old_file() {
         1,
         "the old file loads"
     );
+    assert_eq!(
+        store.clean_up().unwrap(),
+        1,
+        "clean_up removes the dead writer's temp file"
+    );
     let left = temp_files(dir.path());
-    assert_eq!(left, 0, "the next open cleans the stray temp file up");
+    assert_eq!(left, 0, "and it is gone");
 }
 
 /// Runs the original module (read in place from `../shared`) on `dir`'s store file and
