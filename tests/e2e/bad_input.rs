@@ -345,3 +345,54 @@ fn a_stop_without_the_message_field_reads_the_transcript() {
         .collect();
     assert_eq!(pending, ["old-done"]);
 }
+
+#[test]
+fn the_done_marker_can_be_changed() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let ev = |sid: &str, msg: &str| {
+        serde_json::json!({"hook_event_name": "Stop", "session_id": sid, "cwd": "/tmp", "last_assistant_message": msg}).to_string()
+    };
+    let marker = [("HOOKS_DONE_MARKER", "ALL FINISHED")];
+    assert!(
+        hook_call_with(&app, &[], &marker, ev("m-done", "x\nDONE").as_bytes())
+            .status
+            .success()
+    );
+    assert!(
+        hook_call_with(
+            &app,
+            &[],
+            &marker,
+            ev("m-finished", "x\n ALL FINISHED ").as_bytes()
+        )
+        .status
+        .success()
+    );
+    let pending: Vec<String> = app
+        .pending()
+        .iter()
+        .map(|p| p["sessionId"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(pending, ["m-finished"], "only the configured marker counts");
+    // install carries a non-default marker into the hook command.
+    let o = app
+        .cmd(&["install", "--done-marker", "ALL FINISHED"])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let settings: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(app.env.claude_home().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        settings["hooks"]["Stop"][0]["hooks"][0]["command"],
+        format!("{APP} --done-marker 'ALL FINISHED' claude-hook")
+    );
+    refused(
+        &app,
+        &["notify", "--session", "s", "--done-marker", " "],
+        2,
+        "doneMarker: must be one line",
+    );
+}

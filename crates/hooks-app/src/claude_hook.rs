@@ -1,6 +1,7 @@
 //! `hooks-app claude-hook`: one Claude Code hook event on stdin.
 //!
-//! A `Stop` whose last assistant message ends with the `DONE` line queues the hooks;
+//! A `Stop` whose last assistant message ends with the done marker's line (`DONE` unless
+//! `--done-marker` or `HOOKS_DONE_MARKER` says otherwise) queues the hooks;
 //! any other `Stop`, and `SubagentStop`, change nothing. `SessionEnd` queues only on the
 //! entry installed with `--trigger session-end` (which passes `--on session-end`). Events
 //! coming from this app's own follow-up runs are ignored. Malformed or oversized input
@@ -77,7 +78,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
                     .and_then(|p| hooks_meta::read_facts(std::path::Path::new(p)).ok())
                     .and_then(|f| f.last_assistant_text),
             };
-            text.is_some_and(|t| ends_with_marker(&t, DONE_MARKER))
+            text.is_some_and(|t| ends_with_marker(&t, &ctx.done_marker))
         }
         "SessionEnd" => on == Some(HookTrigger::SessionEnd),
         _ => false,

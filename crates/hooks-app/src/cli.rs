@@ -36,6 +36,15 @@ pub struct Global {
     /// The claude binary [default: claude on PATH]
     #[arg(long, global = true, env = "HOOKS_CLAUDE_BIN", value_name = "PATH")]
     pub claude_bin: Option<PathBuf>,
+    /// The last line that marks a conversation as done
+    #[arg(
+        long,
+        global = true,
+        env = "HOOKS_DONE_MARKER",
+        value_name = "LINE",
+        default_value = "DONE"
+    )]
+    pub done_marker: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -26,6 +26,8 @@ pub struct Context {
     pub workspace: PathBuf,
     pub claude_home: PathBuf,
     pub claude_bin: PathBuf,
+    /// The last line that marks a conversation as done.
+    pub done_marker: String,
 }
 
 fn home() -> AppResult<PathBuf> {
@@ -62,12 +64,14 @@ impl Context {
             .claude_bin
             .clone()
             .unwrap_or_else(|| PathBuf::from("claude"));
+        let done_marker = hooks_core::validate_marker(&g.done_marker)?;
         Ok(Self {
             data_dir,
             data_dir_explicit,
             workspace,
             claude_home,
             claude_bin,
+            done_marker,
         })
     }
 
@@ -108,6 +112,10 @@ impl Context {
         if self.data_dir_explicit {
             cmd.push_str(" --data-dir ");
             cmd.push_str(&shell_quote(&self.data_dir.to_string_lossy()));
+        }
+        if self.done_marker != hooks_core::DONE_MARKER {
+            cmd.push_str(" --done-marker ");
+            cmd.push_str(&shell_quote(&self.done_marker));
         }
         Ok(cmd)
     }

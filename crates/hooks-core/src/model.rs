@@ -759,6 +759,19 @@ pub fn is_subagent_path(path: &str) -> bool {
     (file.starts_with("agent-") && file.ends_with(".jsonl")) || parent == "subagents"
 }
 
+/// A done marker: one line, 1 to 100 characters, not blank. Surrounding blanks are dropped,
+/// as they are when a reply's last line is compared with it.
+pub fn validate_marker(marker: &str) -> Result<String, ValidationError> {
+    let m = marker.trim();
+    if m.is_empty() || m.chars().count() > 100 || m.chars().any(char::is_control) {
+        return Err(ValidationError::new(
+            "doneMarker",
+            "must be one line of 1 to 100 characters",
+        ));
+    }
+    Ok(m.to_owned())
+}
+
 /// Whether the last non-empty line of `text` is exactly `marker` (surrounding blanks ignored).
 pub fn ends_with_marker(text: &str, marker: &str) -> bool {
     text.lines().rev().map(str::trim).find(|l| !l.is_empty()) == Some(marker)
