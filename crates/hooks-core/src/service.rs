@@ -265,12 +265,26 @@ impl Service {
                 Err(StoreError::Fenced(_)) => FireAction::Fenced,
                 Err(e) => return Err(e.into()),
             },
-            FireDecision::Fire => {
-                let (Some(hook), Some(Ok(prompt)), Some(cwd)) = (hook, prompt, facts.cwd()) else {
-                    unreachable!("decide_fire fires only with a hook, a prompt and a cwd")
-                };
-                self.run(entry, hook, prompt, cwd.to_owned()).await?
-            }
+            FireDecision::Fire => match (hook, prompt, facts.cwd()) {
+                (Some(hook), Some(Ok(prompt)), Some(cwd)) => {
+                    self.run(entry, hook, prompt, cwd.to_owned()).await?
+                }
+                // decide_fire fires only with all three; should that ever break, record it
+                // rather than stop the daemon.
+                _ => {
+                    let status =
+                        Status::error("internal: fired without a hook, a prompt and a cwd");
+                    self.finish(
+                        &key,
+                        Some(HookRecord {
+                            status: status.clone(),
+                            fired_at: None,
+                        }),
+                    )
+                    .await?;
+                    FireAction::Finished(status)
+                }
+            },
         };
         Ok(FireReport { key, action })
     }
