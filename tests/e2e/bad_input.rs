@@ -31,110 +31,89 @@ fn refused(app: &App, args: &[&str], code: i32, needle: &str) {
 fn invalid_values_are_refused_with_the_field_and_rule() {
     let app = App::fake();
     app.ok(&["init"]);
-    refused(
-        &app,
-        &["notify", "--session", "../../etc/passwd"],
-        2,
-        "sessionId: must be 1 to 128",
-    );
-    refused(
-        &app,
-        &["notify", "--session=-rf"],
-        2,
-        "sessionId: must be 1 to 128 of A-Z a-z 0-9 _ - and not start with -",
-    );
-    refused(
-        &app,
-        &["notify", "--session", "ok", "--event", "commit"],
-        2,
-        "event: must be conversation-done",
-    );
-    refused(
-        &app,
-        &["notify", "--session", "ok", "--origin", "robot"],
-        2,
-        "origin",
-    );
-    refused(
-        &app,
-        &[
-            "hooks",
-            "create",
-            "X",
-            "--prompt-file",
-            ".claude/agents/hooks/../../x.md",
-        ],
-        2,
-        "promptFile: must not contain '..'",
-    );
-    refused(
-        &app,
-        &["hooks", "create", "X", "--prompt-file", "notes/x.md"],
-        2,
-        "promptFile: must be a file directly in .claude/agents/hooks/",
-    );
-    refused(
-        &app,
-        &[
-            "hooks",
-            "create",
-            "X",
-            "--prompt-file",
-            ".claude/agents/hooks/x.txt",
-        ],
-        2,
-        "promptFile: must be a .md file",
-    );
-    refused(
-        &app,
-        &[
-            "hooks",
-            "create",
-            "X",
-            "--prompt-file",
-            ".claude/agents/hooks/x.md",
-            "--delay",
-            "86401",
-        ],
-        2,
-        "delaySeconds: must be a whole number from 0 to 86400",
-    );
-    refused(
-        &app,
-        &[
-            "hooks",
-            "create",
-            "X",
-            "--prompt-file",
-            ".claude/agents/hooks/x.md",
-            "--max-context-k",
-            "-5",
-        ],
-        2,
-        "maxContextK",
-    );
-    refused(
-        &app,
-        &["hooks", "update", "post-task", "--delay", "soon"],
-        2,
-        "delaySeconds",
-    );
-    refused(
-        &app,
-        &["hooks", "show", "no-such-hook"],
-        2,
-        "no hook with id no-such-hook",
-    );
-    refused(&app, &["hooks", "delete", "bad id"], 2, "id: must be");
-    refused(&app, &["runs", "--session", "a/b"], 2, "sessionId");
-    refused(&app, &["session", "x y"], 2, "sessionId");
-    refused(
-        &app,
-        &["hooks", "update", "post-task"],
-        2,
-        "nothing to change",
-    );
-    refused(&app, &["no-such-command"], 2, "unrecognized subcommand");
+    // Every one is bad input: exit 2, the field and the rule named, nothing changed.
+    let cases: [(&[&str], &str); 16] = [
+        (
+            &["notify", "--session", "../../etc/passwd"][..],
+            "sessionId: must be 1 to 128",
+        ),
+        (
+            &["notify", "--session=-rf"][..],
+            "sessionId: must be 1 to 128 of A-Z a-z 0-9 _ - and not start with -",
+        ),
+        (
+            &["notify", "--session", "ok", "--event", "commit"][..],
+            "event: must be conversation-done",
+        ),
+        (
+            &["notify", "--session", "ok", "--origin", "robot"][..],
+            "origin",
+        ),
+        (
+            &[
+                "hooks",
+                "create",
+                "X",
+                "--prompt-file",
+                ".claude/agents/hooks/../../x.md",
+            ][..],
+            "promptFile: must not contain '..'",
+        ),
+        (
+            &["hooks", "create", "X", "--prompt-file", "notes/x.md"][..],
+            "promptFile: must be a file directly in .claude/agents/hooks/",
+        ),
+        (
+            &[
+                "hooks",
+                "create",
+                "X",
+                "--prompt-file",
+                ".claude/agents/hooks/x.txt",
+            ][..],
+            "promptFile: must be a .md file",
+        ),
+        (
+            &[
+                "hooks",
+                "create",
+                "X",
+                "--prompt-file",
+                ".claude/agents/hooks/x.md",
+                "--delay",
+                "86401",
+            ][..],
+            "delaySeconds: must be a whole number from 0 to 86400",
+        ),
+        (
+            &[
+                "hooks",
+                "create",
+                "X",
+                "--prompt-file",
+                ".claude/agents/hooks/x.md",
+                "--max-context-k",
+                "-5",
+            ][..],
+            "maxContextK",
+        ),
+        (
+            &["hooks", "update", "post-task", "--delay", "soon"][..],
+            "delaySeconds",
+        ),
+        (
+            &["hooks", "show", "no-such-hook"][..],
+            "no hook with id no-such-hook",
+        ),
+        (&["hooks", "delete", "bad id"][..], "id: must be"),
+        (&["runs", "--session", "a/b"][..], "sessionId"),
+        (&["session", "x y"][..], "sessionId"),
+        (&["hooks", "update", "post-task"][..], "nothing to change"),
+        (&["no-such-command"][..], "unrecognized subcommand"),
+    ];
+    for (args, needle) in cases {
+        refused(&app, args, 2, needle);
+    }
 }
 
 fn hook_call(app: &App, input: &[u8]) -> std::process::Output {

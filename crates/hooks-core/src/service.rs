@@ -139,9 +139,7 @@ impl Service {
     pub fn config(&self) -> &Config {
         &self.config
     }
-    pub fn ports(&self) -> &Ports {
-        &self.ports
-    }
+
     pub fn now(&self) -> Timestamp {
         self.ports.clock.now()
     }

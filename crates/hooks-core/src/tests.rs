@@ -104,42 +104,18 @@ fn prompt_files() {
     for (input, want) in cases {
         assert_eq!(PromptFile::parse(input).unwrap().as_str(), want);
     }
-    check_refused(
-        PromptFile::parse(".claude/agents/hooks/../x.md"),
-        "promptFile",
-        "'..'",
-    );
-    check_refused(
-        PromptFile::parse("../../etc/passwd.md"),
-        "promptFile",
-        "'..'",
-    );
-    check_refused(
-        PromptFile::parse(".claude/agents/hooks/a.txt"),
-        "promptFile",
-        ".md",
-    );
-    check_refused(
-        PromptFile::parse(".claude/agents/hooks/.md"),
-        "promptFile",
-        ".md",
-    );
-    check_refused(
-        PromptFile::parse(".claude/agents/a.md"),
-        "promptFile",
-        "directly in",
-    );
-    check_refused(
-        PromptFile::parse(".claude/agents/hooks/sub/a.md"),
-        "promptFile",
-        "directly in",
-    );
-    check_refused(PromptFile::parse(""), "promptFile", "empty");
-    check_refused(
-        PromptFile::parse(".claude/agents/hooks/a\n.md"),
-        "promptFile",
-        "control",
-    );
+    for (input, rule) in [
+        (".claude/agents/hooks/../x.md", "'..'"),
+        ("../../etc/passwd.md", "'..'"),
+        (".claude/agents/hooks/a.txt", ".md"),
+        (".claude/agents/hooks/.md", ".md"),
+        (".claude/agents/a.md", "directly in"),
+        (".claude/agents/hooks/sub/a.md", "directly in"),
+        (".claude/agents/hooks/a\n.md", "control"),
+        ("", "empty"),
+    ] {
+        check_refused(PromptFile::parse(input), "promptFile", rule);
+    }
 }
 
 #[test]
