@@ -209,8 +209,31 @@ fn claude_hook_handles_each_event_as_specified() {
         input.as_bytes(),
     );
     assert!(o.status.success());
-    // SessionEnd counts on the entry installed with that trigger; cron origin is honoured.
-    let input = ev("SessionEnd", "s-cron-end", "");
+    // SessionEnd counts on the entry installed with that trigger, and only when the
+    // transcript's last assistant message ends with the marker (the event has no text);
+    // cron origin is honoured.
+    let transcript = |sid: &str, text: &str| {
+        let p = app.proj.join(format!("{sid}.jsonl"));
+        let line = serde_json::json!({"type": "assistant", "cwd": cwd,
+            "message": {"id": "m1", "role": "assistant", "content": [{"type": "text", "text": text}]}});
+        std::fs::write(&p, format!("{line}\n")).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let end = |sid: &str, text: &str| {
+        let t = transcript(sid, text);
+        ev("SessionEnd", sid, "").replace(&format!("/nowhere/{sid}.jsonl"), &t)
+    };
+    for sid in ["s-end-not-done", "s-headless-end"] {
+        let input = end(sid, "still going");
+        let o = hook_call_with(&app, &["--on", "session-end"], &[], input.as_bytes());
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert_eq!(
+        app.pending().len(),
+        1,
+        "a SessionEnd without DONE queues nothing"
+    );
+    let input = end("s-cron-end", "all done\nDONE");
     let o = hook_call_with(
         &app,
         &["--on", "session-end"],
@@ -218,6 +241,18 @@ fn claude_hook_handles_each_event_as_specified() {
         input.as_bytes(),
     );
     assert!(o.status.success(), "{}", stderr(&o));
+    let input = end("s-end-done", "all done\nDONE");
+    let o = hook_call_with(&app, &["--on", "session-end"], &[], input.as_bytes());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(app.pending().len(), 2, "a SessionEnd after DONE queues");
+    let input = end("s-end-plain", "all done\nDONE");
+    let o = hook_call(&app, input.as_bytes());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        app.pending().len(),
+        2,
+        "without the trigger, a SessionEnd only wakes"
+    );
     let o = hook_call(
         &app,
         ev("Stop", "s-agent", "x\nDONE")
@@ -232,7 +267,7 @@ fn claude_hook_handles_each_event_as_specified() {
         .collect();
     assert_eq!(
         pending,
-        ["s-done"],
+        ["s-done", "s-end-done"],
         "cron session and subagent skipped by the seeded hook's rules"
     );
     let s = app.json(&["session", "s-cron-end"]);

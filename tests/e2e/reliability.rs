@@ -131,10 +131,21 @@ fn kill_9_of_serve_during_a_run_loses_nothing_and_repeats_nothing() {
         .as_str()
         .unwrap()
         .to_owned();
-    assert!(
-        status.starts_with("skipped: already ran for this session at "),
-        "{status}"
+    assert_eq!(
+        status, "error: interrupted: the process running it stopped (killed or crashed)",
+        "the run that started is accounted for"
     );
+    let runs = app.json(&["runs"]);
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 1, "one run, started then recorded: {runs:?}");
+    assert_eq!(runs[0]["status"].as_str(), Some(status.as_str()));
+    assert!(
+        runs[0]["owner"].is_string() && runs[0]["pid"].is_u64(),
+        "{:?}",
+        runs[0]
+    );
+    let history = app.hook("post-task")["history"].clone();
+    assert_eq!(history.as_object().map(|h| h.len()), Some(1), "{history}");
 }
 
 #[test]

@@ -2,8 +2,11 @@
 //!
 //! A `Stop` whose last assistant message ends with the done marker's line (`DONE` unless
 //! `--done-marker` or `HOOKS_DONE_MARKER` says otherwise) queues the hooks;
-//! any other `Stop`, and `SubagentStop`, change nothing. `SessionEnd` queues only on the
-//! entry installed with `--trigger session-end` (which passes `--on session-end`). Events
+//! any other `Stop`, and `SubagentStop`, change nothing. A `SessionEnd` means the
+//! conversation was closed: it wakes what waits for that, and on the entry installed with
+//! `--trigger session-end` (which passes `--on session-end`) it also queues the hooks when
+//! the transcript's last assistant message ends with the done marker (the event carries no
+//! message text). Events
 //! coming from this app's own follow-up runs are ignored. Malformed or oversized input
 //! exits 1 with one line on stderr and changes nothing; this command never exits 2, which
 //! would block Claude.
@@ -68,25 +71,42 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     }
     let input: HookInput = serde_json::from_slice(&buf)
         .map_err(|e| AppError::invalid(format!("stdin: not a Claude Code hook input ({e})")))?;
+    let from_transcript = || {
+        input
+            .transcript_path
+            .as_deref()
+            .and_then(|p| hooks_meta::read_facts(std::path::Path::new(p)).ok())
+            .and_then(|f| f.last_assistant_text)
+    };
+    let done = |text: Option<String>| text.is_some_and(|t| ends_with_marker(&t, &ctx.done_marker));
+    let closed = input.hook_event_name == "SessionEnd";
     let queue = match input.hook_event_name.as_str() {
-        "Stop" => {
-            let text = match &input.last_assistant_message {
-                Some(t) => Some(t.clone()),
-                None => input
-                    .transcript_path
-                    .as_deref()
-                    .and_then(|p| hooks_meta::read_facts(std::path::Path::new(p)).ok())
-                    .and_then(|f| f.last_assistant_text),
-            };
-            text.is_some_and(|t| ends_with_marker(&t, &ctx.done_marker))
-        }
-        "SessionEnd" => on == Some(HookTrigger::SessionEnd),
+        "Stop" => done(
+            input
+                .last_assistant_message
+                .clone()
+                .or_else(from_transcript),
+        ),
+        "SessionEnd" => on == Some(HookTrigger::SessionEnd) && done(from_transcript()),
         _ => false,
     };
-    if !queue {
+    if !queue && !closed {
         return Ok(());
     }
     let session = SessionId::parse(&input.session_id)?;
+    let (service, _) = ctx.service(
+        ctx.runner(std::time::Duration::from_secs(1)),
+        Config::new(context::owner_id()),
+    )?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
+    if !queue {
+        // Closed without being done: only what waits for the close is woken (and nothing
+        // is written when nothing waits).
+        rt.block_on(service.closed(&session))?;
+        return Ok(());
+    }
     let origin = match std::env::var("HOOKS_APP_ORIGIN") {
         Ok(o) if o == "cron" => Some(Origin::Cron),
         _ => None,
@@ -101,13 +121,9 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         },
         subagent: input.agent_id.is_some(),
     };
-    let (service, _) = ctx.service(
-        ctx.runner(std::time::Duration::from_secs(1)),
-        Config::new(context::owner_id()),
-    )?;
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
     rt.block_on(service.notify(&event))?;
+    if closed {
+        rt.block_on(service.closed(&event.session))?;
+    }
     Ok(())
 }

@@ -247,6 +247,10 @@ pub struct RunArgs {
     /// Seconds a conversation must have been quiet before it is resumed
     #[arg(long, default_value_t = 5, value_name = "SECS")]
     pub quiet_period: u64,
+    /// Seconds a follow-up waits for a conversation someone has open in Claude Code to be
+    /// closed before it is skipped
+    #[arg(long, default_value_t = 86_400, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+    pub open_wait: u64,
     /// Log lines as JSON
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

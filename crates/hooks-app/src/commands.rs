@@ -347,10 +347,11 @@ fn pending(ctx: &Context, json: bool) -> AppResult {
                 p.session_id.to_string(),
                 p.due_at.to_string(),
                 p.retries.to_string(),
-                match &p.claim {
-                    Some(c) if c.expires_at > now => format!("claimed by {}", c.owner),
+                match (&p.claim, &p.waiting) {
+                    (Some(c), _) if c.expires_at > now => format!("claimed by {}", c.owner),
+                    (_, Some(w)) => format!("waiting: {}", w.reason),
                     _ if p.due_at.is_due(now) => "due".into(),
-                    _ => "waiting".into(),
+                    _ => "queued".into(),
                 },
             ]
         })
@@ -416,9 +417,9 @@ fn runs(
                 stamp::format(r.started_at),
                 r.hook_id.to_string(),
                 r.session_id.to_string(),
-                o.status().to_string(),
+                r.status_text(),
                 opt(o.completed.map(yes)),
-                opt(o.cost_usd.map(|c| format!("${c:.4}"))),
+                opt(o.cost_usd.map(crate::doctor::usd)),
                 opt(tokens),
                 opt(o.duration_ms.map(|d| format!("{:.1}s", d as f64 / 1000.0))),
             ]
@@ -446,6 +447,22 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     let facts = block_on(meta.facts(&sid))?.map_err(|e| AppError::runtime(e.to_string()))?;
     let t = facts.transcript.as_ref();
     let known_subagent = t.is_some() || facts.state.transcript_path.is_some();
+    let pending: Vec<PendingEntry> = block_on(ctx.open_store()?.snapshot())??
+        .pending
+        .into_iter()
+        .filter(|p| p.session_id == sid)
+        .collect();
+    let now = time::OffsetDateTime::now_utc();
+    let lease = facts.lease.as_ref().map(|l| {
+        json!({
+            "runId": l.lease.run_id,
+            "hookId": l.lease.hook_id.as_str(),
+            "owner": l.lease.owner,
+            "startedAt": stamp::format(l.lease.started_at),
+            "expiresAt": stamp::format(l.lease.expires_at),
+            "live": l.is_live(now),
+        })
+    });
     let v = json!({
         "sessionId": sid.as_str(),
         "transcriptPath": t.map(|t| t.path.clone()).or_else(|| facts.state.transcript_path.clone()),
@@ -455,6 +472,13 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         "lastChange": t.and_then(|t| t.last_change).map(stamp::format),
         "origin": facts.state.origin.map(Origin::as_str),
         "stamps": facts.state.stamps.iter().map(|(k, v)| (k.to_string(), Value::from(stamp::format(*v)))).collect::<serde_json::Map<_, _>>(),
+        "openIn": facts.open.as_ref().map(|o| json!({"pid": o.pid, "kind": o.kind, "status": o.status})),
+        "lease": lease,
+        "pending": pending.iter().map(|p| json!({
+            "hookId": p.hook_id.as_str(),
+            "dueAt": p.due_at.to_string(),
+            "waiting": p.waiting.as_ref().map(|w| w.reason.clone()),
+        })).collect::<Vec<_>>(),
     });
     if json {
         print_json(&v);
@@ -482,6 +506,32 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     }
     for (h, at) in &facts.state.stamps {
         println!("{:<16}{h} fired at {}", "stamp", stamp::format(*at));
+    }
+    match &facts.open {
+        Some(o) => println!("{:<16}open in claude, {o}", "conversation"),
+        None => println!("{:<16}not open in any claude process", "conversation"),
+    }
+    if let Some(l) = &facts.lease {
+        println!(
+            "{:<16}{} ({}) by {} since {}{}",
+            "running",
+            l.lease.hook_id,
+            l.lease.run_id,
+            l.lease.owner,
+            stamp::format(l.lease.started_at),
+            if l.is_live(now) {
+                ""
+            } else {
+                "; its runner is gone"
+            }
+        );
+    }
+    for p in &pending {
+        let state = match &p.waiting {
+            Some(w) => format!("waiting: {}", w.reason),
+            None => format!("due at {}", p.due_at),
+        };
+        println!("{:<16}{} {state}", "pending", p.hook_id);
     }
     Ok(())
 }

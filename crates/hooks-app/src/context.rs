@@ -80,7 +80,7 @@ impl Context {
     }
 
     pub fn meta(&self) -> MetaStore {
-        MetaStore::new(&self.data_dir, &self.claude_home)
+        MetaStore::new(&self.data_dir, &self.claude_home).with_host(host_name())
     }
 
     pub fn runner(&self, timeout: Duration) -> ClaudeRunner {
@@ -142,11 +142,17 @@ impl Clock for SystemClock {
     }
 }
 
-/// A claim owner unique to this process: host, pid and start time.
-pub fn owner_id() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+/// This host's name, as leases and claim owners carry it.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
-        .unwrap_or_else(|_| "host".into());
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".into())
+}
+
+/// A claim owner unique to this process: host, pid and a nonce.
+pub fn owner_id() -> String {
     let nonce = time::OffsetDateTime::now_utc().unix_timestamp_nanos() % 1_000_000_000;
-    format!("{host}:{}:{nonce}", std::process::id())
+    format!("{}:{}:{nonce}", host_name(), std::process::id())
 }

@@ -45,10 +45,13 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
     let config = Config {
         policy: Policy {
             quiet_period: time::Duration::seconds(a.quiet_period as i64),
+            open_wait: time::Duration::seconds(a.open_wait as i64),
             ..Policy::default()
         },
         claim_ttl: time::Duration::seconds(a.claim_ttl as i64),
         owner: context::owner_id(),
+        host: context::host_name(),
+        process: hooks_meta::live::this_process(),
     };
     let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout)), config)?;
     match store.clean_up() {
@@ -57,6 +60,27 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
         Err(e) => warn!(error = %e, "could not look for stray temp files"),
     }
     Ok((Arc::new(svc), store))
+}
+
+/// Accounts for the runs of daemons on this host that died mid-run: ends what they left
+/// running and records each as interrupted.
+async fn recover_dead_runs(svc: &Service) {
+    match svc.recover_dead_runs().await {
+        Ok(found) => {
+            for (session, lease, status) in found {
+                let (hook, session) = (lease.hook_id.as_str(), session.as_str());
+                match status {
+                    Some(status) => {
+                        warn!(hook, session, run = %lease.run_id, owner = %lease.owner, status = %status, "a run whose daemon died was accounted for")
+                    }
+                    None => {
+                        warn!(hook, session, run = %lease.run_id, owner = %lease.owner, "a run whose daemon died: what it left running was ended; its entry records it")
+                    }
+                }
+            }
+        }
+        Err(e) => error!(error = %e, "looking for runs of dead daemons failed"),
+    }
 }
 
 fn runtime() -> AppResult<tokio::runtime::Runtime> {
@@ -74,10 +98,12 @@ fn runtime() -> AppResult<tokio::runtime::Runtime> {
 struct DaemonMark(#[allow(dead_code)] std::fs::File);
 
 fn mark_running(dir: &Path) -> Option<DaemonMark> {
+    use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o600)
         .open(dir.join("serve.lock"))
         .ok()?;
     f.lock_shared().ok()?;
@@ -143,7 +169,6 @@ fn file_sig(p: &Path) -> Option<(u64, u64, i64, i64)> {
 
 struct Running {
     entry: PendingEntry,
-    started_at: Timestamp,
 }
 
 struct Loop {
@@ -155,11 +180,25 @@ struct Loop {
     tasks: JoinSet<Result<FireReport, ServiceError>>,
     running: HashMap<tokio::task::Id, Running>,
     waiting: VecDeque<PendingEntry>,
+    /// Some entry waits for a conversation to be closed: check every [`OPEN_CHECK`].
+    open_waits: bool,
 }
+
+/// How often `serve` looks whether conversations that entries wait for are still open.
+const OPEN_CHECK: Duration = Duration::from_secs(2);
 
 fn log_report(r: &FireReport) {
     let (hook, session) = (r.key.hook_id.as_str(), r.key.session_id.as_str());
+    for w in &r.warnings {
+        warn!(hook, session, "{w}");
+    }
     match &r.action {
+        FireAction::Waiting { due_at, waiting } => {
+            info!(hook, session, until = %stamp::format(*due_at), reason = %waiting.reason, "waiting")
+        }
+        FireAction::Recovered(status) => {
+            warn!(hook, session, status = %status, "its run had been started by a daemon that died")
+        }
         FireAction::Dropped => info!(hook, session, "dropped: the hook was deleted or disabled"),
         FireAction::Finished(status) => info!(hook, session, status = %status, "not run"),
         FireAction::Retried {
@@ -186,7 +225,7 @@ fn log_report(r: &FireReport) {
         }
         FireAction::Fenced => warn!(
             hook,
-            session, "the claim was lost before the result was written"
+            session, "the claim was lost before what was decided could be written"
         ),
     }
 }
@@ -202,6 +241,7 @@ impl Loop {
             tasks: JoinSet::new(),
             running: HashMap::new(),
             waiting: VecDeque::new(),
+            open_waits: false,
         }
     }
 
@@ -214,13 +254,7 @@ impl Loop {
         let svc = self.svc.clone();
         let e = entry.clone();
         let handle = self.tasks.spawn(async move { svc.fire(&e).await });
-        self.running.insert(
-            handle.id(),
-            Running {
-                entry,
-                started_at: self.svc.now(),
-            },
-        );
+        self.running.insert(handle.id(), Running { entry });
     }
 
     fn held_keys(&self) -> Vec<EntryKey> {
@@ -245,10 +279,17 @@ impl Loop {
         }
     }
 
-    /// When the next entry may become claimable, read from the store.
-    async fn next_wake(&self) -> Option<Timestamp> {
+    /// When the next entry may become claimable, read from the store; notes whether any
+    /// entry waits for an open conversation.
+    async fn next_wake(&mut self) -> Option<Timestamp> {
         match self.store.snapshot().await {
-            Ok(s) => queue::next_wake(&s.pending, self.svc.now()),
+            Ok(s) => {
+                self.open_waits = s
+                    .pending
+                    .iter()
+                    .any(|p| p.waiting.as_ref().is_some_and(|w| w.open));
+                queue::next_wake(&s.pending, self.svc.now())
+            }
             Err(e) => {
                 error!(error = %e, "reading the store failed");
                 None
@@ -282,8 +323,15 @@ impl Loop {
         let mut poll =
             tokio::time::interval(Duration::from_millis(if watching { 5000 } else { 250 }));
         let mut sig = file_sig(self.store.path());
+        let mut open_check = tokio::time::interval(OPEN_CHECK);
         let mut deadline: Option<Instant> = None;
+        recover_dead_runs(&self.svc).await;
         if self.mode == Mode::Tick {
+            if let Ok(snap) = self.store.snapshot().await
+                && let Err(e) = self.svc.wake_closed(&snap.pending).await
+            {
+                error!(error = %e, "checking open conversations failed");
+            }
             self.claim(usize::MAX).await;
         }
         let mut recheck = true;
@@ -352,8 +400,23 @@ impl Loop {
                 }
                 _ = renew.tick() => {
                     let keys = self.held_keys();
-                    if !keys.is_empty() && let Err(e) = self.svc.renew(&keys).await {
-                        error!(error = %e, "renewing claims failed");
+                    if !keys.is_empty() || self.svc.has_runs() {
+                        match self.svc.renew(&keys).await {
+                            Ok(r) => for w in r.warnings { warn!("{w}") },
+                            Err(e) => error!(error = %e, "renewing claims failed"),
+                        }
+                    }
+                }
+                _ = open_check.tick(), if self.mode == Mode::Serve && deadline.is_none() && self.open_waits => {
+                    // Conversations closed without a SessionEnd (a killed process) are
+                    // noticed here: Claude Code's session files are read, the store is
+                    // written only for what wakes.
+                    if let Ok(snap) = self.store.snapshot().await {
+                        match self.svc.wake_closed(&snap.pending).await {
+                            Ok(0) => {}
+                            Ok(n) => { info!(woken = n, "conversations were closed"); recheck = true; }
+                            Err(e) => error!(error = %e, "checking open conversations failed"),
+                        }
                     }
                 }
                 _ = term.recv(), if deadline.is_none() => deadline = Some(self.begin_shutdown("SIGTERM", grace).await),
@@ -383,27 +446,25 @@ impl Loop {
     }
 
     /// The grace period is over: stop what still runs and record it. A task that had not
-    /// started its run yet (no stamp) has its entry released instead.
+    /// started its run yet (no lease) has its entry released instead.
     async fn stop_running(&mut self) {
-        let mut interrupted = Vec::new();
-        let mut unstarted = Vec::new();
-        for r in self.running.values() {
-            if self.svc.is_running(&r.entry.session_id) {
-                interrupted.push((r.entry.clone(), r.started_at));
-            } else {
-                unstarted.push(r.entry.key());
-            }
-        }
+        let leases = self.svc.running_leases();
+        let unstarted: Vec<EntryKey> = self
+            .running
+            .values()
+            .filter(|r| !leases.iter().any(|(s, _)| *s == r.entry.session_id))
+            .map(|r| r.entry.key())
+            .collect();
         self.tasks.abort_all();
         while self.tasks.join_next().await.is_some() {}
         self.running.clear();
-        for (entry, started_at) in interrupted {
+        for (session, lease) in leases {
             warn!(
-                hook = entry.hook_id.as_str(),
-                session = entry.session_id.as_str(),
+                hook = lease.hook_id.as_str(),
+                session = session.as_str(),
                 "stopped: interrupted by shutdown"
             );
-            if let Err(e) = self.svc.record_interrupted(&entry, started_at).await {
+            if let Err(e) = self.svc.record_interrupted(&session, &lease).await {
                 error!(error = %e, "recording the interruption failed");
             }
         }

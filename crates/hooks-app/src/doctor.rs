@@ -32,10 +32,14 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         limit: Some(5),
         ..RunFilter::default()
     }))??;
-    let cost: f64 = block_on(store.runs(&RunFilter::default()))??
+    let all_runs = block_on(store.runs(&RunFilter::default()))??;
+    // A fold from +0.0: an empty sum of f64 is -0.0, which prints as `$-0.0000`.
+    let cost: f64 = all_runs
         .iter()
         .filter_map(|r| r.outcome.cost_usd)
-        .sum();
+        .fold(0.0, |a, c| a + c);
+    let waiting = snap.pending.iter().filter(|p| p.waiting.is_some()).count();
+    let unfinished = all_runs.iter().filter(|r| r.finished_at.is_none()).count();
     let running = daemon_running(&ctx.data_dir);
     let v = json!({
         "dataDir": ctx.data_dir.display().to_string(),
@@ -45,6 +49,8 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "pending": snap.pending.len(),
         "due": due,
         "claimed": claimed,
+        "waiting": waiting,
+        "runsUnfinished": unfinished,
         "nextDueAt": next.map(stamp::format),
         "totalCostUsd": cost,
         "recentRuns": runs.iter().map(hooks_store_json::run_json).collect::<Vec<_>>(),
@@ -68,22 +74,38 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         v["enabledHooks"]
     );
     println!(
-        "pending       {} ({due} due now, {claimed} claimed{})",
+        "pending       {} ({due} due now, {claimed} claimed, {waiting} waiting{})",
         snap.pending.len(),
         next.map(|t| format!(", next at {}", stamp::format(t)))
             .unwrap_or_default()
     );
-    println!("runs cost     ${cost:.4} in all");
+    println!(
+        "runs          {} ({unfinished} running or unaccounted for), cost {} in all",
+        all_runs.len(),
+        usd(cost)
+    );
     for r in &runs {
         println!(
             "  {}  {}  {}  {}",
             stamp::format(r.started_at),
             r.hook_id,
             r.session_id,
-            r.outcome.status()
+            r.status_text()
         );
     }
     Ok(())
+}
+
+/// Dollars as people read them: `$0.00` for nothing, cents for a dollar or more, and four
+/// places below, where single runs usually are.
+pub fn usd(v: f64) -> String {
+    if v == 0.0 {
+        "$0.00".to_owned()
+    } else if v.abs() >= 1.0 {
+        format!("${v:.2}")
+    } else {
+        format!("${v:.4}")
+    }
 }
 
 struct Check {

@@ -7,6 +7,7 @@ use std::fmt;
 
 use time::Duration;
 
+use crate::live::{RunLease, Waiting};
 use crate::model::{Hook, HookRules, Origin, PendingEntry, SessionFacts, Status};
 use crate::stamp::{self, Timestamp};
 
@@ -19,6 +20,8 @@ pub struct Policy {
     pub retry_delay: Duration,
     /// How many times an entry may be pushed back before it is given up.
     pub max_retries: u32,
+    /// How long an entry waits for a conversation someone has open to be closed.
+    pub open_wait: Duration,
 }
 
 impl Default for Policy {
@@ -27,6 +30,7 @@ impl Default for Policy {
             quiet_period: Duration::seconds(5),
             retry_delay: Duration::seconds(60),
             max_retries: 10,
+            open_wait: Duration::hours(24),
         }
     }
 }
@@ -117,15 +121,13 @@ pub fn ceil_to_second(t: Timestamp) -> Timestamp {
 pub enum NotReady {
     /// The transcript changed within the quiet period.
     Active,
-    /// A follow-up of this app is running on the session.
-    RunInProgress,
     TranscriptNotFound,
 }
 
 impl NotReady {
     fn give_up(self, retries: u32) -> Status {
         match self {
-            NotReady::Active | NotReady::RunInProgress => {
+            NotReady::Active => {
                 Status::skipped(format!("conversation still active after {retries} retries"))
             }
             NotReady::TranscriptNotFound => {
@@ -139,7 +141,6 @@ impl fmt::Display for NotReady {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             NotReady::Active => "conversation still active",
-            NotReady::RunInProgress => "a follow-up is running on this session",
             NotReady::TranscriptNotFound => "transcript not found yet",
         })
     }
@@ -152,12 +153,18 @@ pub enum FireDecision {
     Drop,
     /// Remove the entry and record this status on the hook, without running.
     Finish(Status),
-    /// Put the entry back, due later.
+    /// Put the entry back, due later, using up one retry.
     Retry {
         due_at: Timestamp,
         retries: u32,
         why: NotReady,
     },
+    /// Put the entry back to wait, without using up a retry: the conversation is open in
+    /// Claude Code, or another follow-up is running on it.
+    Wait { due_at: Timestamp, waiting: Waiting },
+    /// The session's run lease was left behind by a runner that is gone: record that run
+    /// as interrupted and clear the lease, then decide again.
+    Recover(Box<RunLease>),
     /// Stamp the session and run the follow-up.
     Fire,
 }
@@ -169,6 +176,7 @@ pub struct FireInput<'a> {
     pub hook: Option<&'a Hook>,
     pub entry: &'a PendingEntry,
     pub facts: &'a SessionFacts,
+    /// This process is running a follow-up on the session.
     pub run_in_progress: bool,
     /// Why the prompt could not be loaded, if it could not.
     pub prompt_error: Option<&'a str>,
@@ -181,26 +189,74 @@ fn in_k(tokens: u64) -> u64 {
     tokens.div_ceil(1000)
 }
 
-/// Drop, finish, retry or fire, in the spec's order.
+/// The status of a run whose runner went away before it could record the result.
+pub fn interrupted() -> Status {
+    Status::error("interrupted: the process running it stopped (killed or crashed)")
+}
+
+/// Recover, drop, wait, finish, retry or fire, in the spec's order. A run that may have
+/// cost money is accounted for first; then nothing starts while someone holds the session
+/// (a follow-up running, a person with the conversation open); then the hook's own rules.
 pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
+    let now = i.now;
+    if let Some(l) = &i.facts.lease
+        && !l.is_live(now)
+    {
+        return FireDecision::Recover(Box::new(l.lease.clone()));
+    }
     let Some(hook) = i.hook.filter(|h| h.enabled) else {
         return FireDecision::Drop;
     };
+    let running = match &i.facts.lease {
+        Some(l) => Some(format!(
+            "a follow-up is running on this session ({}, run by {})",
+            l.lease.hook_id, l.lease.owner
+        )),
+        None if i.run_in_progress => Some("a follow-up is running on this session".to_owned()),
+        None => None,
+    };
+    if let Some(reason) = running {
+        return FireDecision::Wait {
+            due_at: now + i.policy.retry_delay,
+            waiting: Waiting {
+                reason,
+                since: now,
+                open: false,
+            },
+        };
+    }
     if let Some(at) = i.facts.state.stamps.get(&hook.id) {
         return FireDecision::Finish(Status::skipped(
             SkipReason::AlreadyRan { at: *at }.to_string(),
         ));
     }
-    let not_ready = if i.run_in_progress {
-        Some(NotReady::RunInProgress)
-    } else {
-        match &i.facts.transcript {
-            None => Some(NotReady::TranscriptNotFound),
-            Some(t) => t
-                .last_change
-                .filter(|changed| i.now - *changed < i.policy.quiet_period)
-                .map(|_| NotReady::Active),
+    if let Some(open) = &i.facts.open {
+        let since = match &i.entry.waiting {
+            Some(w) if w.open => w.since,
+            _ => now,
+        };
+        let limit = i.policy.open_wait;
+        if now - since >= limit {
+            return FireDecision::Finish(Status::skipped(format!(
+                "conversation still open after {}",
+                crate::live::format_span(limit)
+            )));
         }
+        return FireDecision::Wait {
+            due_at: since + limit,
+            waiting: Waiting {
+                reason: format!("conversation open in claude, {open}"),
+                since,
+                open: true,
+            },
+        };
+    }
+    let not_ready = match &i.facts.transcript {
+        None => Some(NotReady::TranscriptNotFound),
+        Some(t) => t
+            .last_change
+            .filter(|changed| now - *changed < i.policy.quiet_period)
+            .map(|_| NotReady::Active),
     };
     if let Some(why) = not_ready {
         let retries = i.entry.retries;
@@ -208,7 +264,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
             return FireDecision::Finish(why.give_up(retries));
         }
         return FireDecision::Retry {
-            due_at: i.now + i.policy.retry_delay,
+            due_at: now + i.policy.retry_delay,
             retries: retries + 1,
             why,
         };

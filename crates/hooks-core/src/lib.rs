@@ -7,12 +7,14 @@
 //! - [`model`]: validated types (ids, hooks, pending entries, statuses, session facts);
 //! - [`stamp`]: the original store's timestamp form, written strictly and read leniently;
 //! - [`prompt`]: prompt files (frontmatter + body) and the run options they carry;
+//! - [`live`]: who holds a session: open Claude Code processes, run leases, waits;
 //! - [`decide`]: the enqueue and fire decisions;
 //! - [`queue`]: the queue's rules (dedupe, claims, fencing), shared by every store;
 //! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
 //! - [`service`]: the application service that composes the ports.
 
 pub mod decide;
+pub mod live;
 pub mod model;
 pub mod ports;
 pub mod prompt;
@@ -26,4 +28,5 @@ pub mod testing;
 #[cfg(test)]
 mod tests;
 
+pub use live::*;
 pub use model::*;

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use crate::live::{LeaseInfo, OpenSession, ProcessRef, Waiting};
 use crate::stamp::{self, Timestamp};
 
 /// The folder, relative to a workspace, that hook prompt files live in.
@@ -632,6 +633,8 @@ pub struct PendingEntry {
     pub queued_at: Option<Timestamp>,
     pub retries: u32,
     pub claim: Option<Claim>,
+    /// Why it waits without using up retries (an open conversation, another run).
+    pub waiting: Option<Waiting>,
 }
 
 impl PendingEntry {
@@ -726,6 +729,10 @@ pub struct SessionFacts {
     pub state: SessionState,
     /// `None` when no transcript was found.
     pub transcript: Option<TranscriptFacts>,
+    /// The Claude Code process that has the conversation open, if one has.
+    pub open: Option<OpenSession>,
+    /// The session's run lease, if one is held or was left behind.
+    pub lease: Option<LeaseInfo>,
 }
 
 impl SessionFacts {
@@ -811,14 +818,61 @@ impl RunOutcome {
     }
 }
 
-/// One line of the run log.
+/// A run as the run log tells it. A run is logged when it starts (no `finished_at`, no
+/// status) and again when it ends; lines with one `run_id` fold into one record
+/// ([`fold_runs`]). A record without a `run_id` is a line of an older log, whole in itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
+    pub run_id: Option<String>,
     pub hook_id: HookId,
     pub session_id: SessionId,
+    /// The claim owner of the process that ran it.
+    pub owner: Option<String>,
+    /// The follow-up's process (the leader of its process group), once started.
+    pub process: Option<ProcessRef>,
     pub started_at: Timestamp,
-    pub finished_at: Timestamp,
+    /// `None` while the run goes on (or if its runner died and nobody has noticed yet).
+    pub finished_at: Option<Timestamp>,
     pub outcome: RunOutcome,
+}
+
+impl RunRecord {
+    /// `running` for a run not finished yet, else its status.
+    pub fn status_text(&self) -> String {
+        match (&self.finished_at, &self.outcome.status) {
+            (None, None) => "running".to_owned(),
+            _ => self.outcome.status().to_string(),
+        }
+    }
+}
+
+/// Folds run-log lines into runs, in the order each run first appears: a later line of a
+/// run fills in or replaces what an earlier one said.
+pub fn fold_runs(lines: impl IntoIterator<Item = RunRecord>) -> Vec<RunRecord> {
+    let mut out: Vec<RunRecord> = Vec::new();
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for r in lines {
+        let Some(id) = r.run_id.clone() else {
+            out.push(r);
+            continue;
+        };
+        match at.get(&id) {
+            Some(&i) => {
+                let old = &mut out[i];
+                old.owner = r.owner.or(old.owner.take());
+                old.process = r.process.or(old.process);
+                old.finished_at = r.finished_at.or(old.finished_at);
+                if r.finished_at.is_some() || r.outcome != RunOutcome::default() {
+                    old.outcome = r.outcome;
+                }
+            }
+            None => {
+                at.insert(id, out.len());
+                out.push(r);
+            }
+        }
+    }
+    out
 }
 
 /// Which run-log lines to read.

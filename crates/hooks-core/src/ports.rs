@@ -6,6 +6,7 @@ use async_trait::async_trait;
 use time::Duration;
 
 use crate::decide::EnqueueDecision;
+use crate::live::*;
 use crate::model::*;
 use crate::prompt::Prompt;
 pub use crate::queue::EnqueueRequest;
@@ -91,14 +92,25 @@ pub trait HookStore: Send + Sync {
         owner: &str,
         expires_at: Timestamp,
     ) -> Result<Vec<EntryKey>, StoreError>;
-    /// Puts a claimed entry back, unclaimed, due at `due_at`. Fenced by owner.
+    /// Puts a claimed entry back, unclaimed, due at `due_at`, with `retries` and why it
+    /// waits (`None` clears it). Fenced by owner.
     async fn requeue(
         &self,
         key: &EntryKey,
         owner: &str,
         due_at: Timestamp,
         retries: u32,
+        waiting: Option<Waiting>,
     ) -> Result<(), StoreError>;
+    /// Makes the session's waiting, unclaimed entries due at `due_at` and clears why they
+    /// waited; `open_only` wakes only those waiting for the conversation to close. Returns
+    /// how many it woke, and writes nothing when there were none.
+    async fn wake(
+        &self,
+        session: &SessionId,
+        due_at: Timestamp,
+        open_only: bool,
+    ) -> Result<usize, StoreError>;
     /// Removes a claimed entry and records `record` on its hook, in one write. Fenced by
     /// owner: a caller that no longer holds the claim changes nothing.
     async fn complete(
@@ -140,8 +152,19 @@ pub enum StampResult {
     Lost { at: Timestamp },
 }
 
-/// What the app knows about a session: its own remembered state, and facts read from
-/// Claude Code's transcript.
+/// The result of [`SessionMeta::begin_run`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BeginRun {
+    /// This caller stamped the pair and holds the session's run lease.
+    Won,
+    /// The pair was stamped already, at that time.
+    Stamped { at: Timestamp },
+    /// Another run holds the session's lease.
+    Busy(Box<LeaseInfo>),
+}
+
+/// What the app knows about a session: its own remembered state, facts read from Claude
+/// Code's transcript and session files, and the session's run lease.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait SessionMeta: Send + Sync {
@@ -161,6 +184,24 @@ pub trait SessionMeta: Send + Sync {
         hook: &HookId,
         at: Timestamp,
     ) -> Result<StampResult, MetaError>;
+    /// One atomic test-and-set, across processes: when the lease's hook has no stamp on the
+    /// session and no live lease is held on it at `now`, stamps the pair at the lease's
+    /// start and takes the lease. Durable before it returns.
+    async fn begin_run(
+        &self,
+        session: &SessionId,
+        lease: &RunLease,
+        now: Timestamp,
+    ) -> Result<BeginRun, MetaError>;
+    /// Updates the lease `lease.run_id` holds (its child, its expiry); `false` when the
+    /// session's lease is no longer that run's.
+    async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError>;
+    /// Clears the session's lease if run `run_id` holds it.
+    async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError>;
+    /// Every session's lease, with what can be seen of its holder.
+    async fn leases(&self) -> Result<Vec<(SessionId, LeaseInfo)>, MetaError>;
+    /// The Claude Code process that has the session open, if one has (no transcript read).
+    async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError>;
 }
 
 /// A follow-up to run.
@@ -181,11 +222,24 @@ pub enum RunnerError {
     Invalid(#[from] ValidationError),
 }
 
-/// Resumes a conversation with a prompt and reports what the run did.
+/// Resumes a conversation with a prompt: [`Runner::start`] starts the run, the handle tells
+/// its process and waits for what it did.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait Runner: Send + Sync {
-    async fn run(&self, request: &RunRequest) -> Result<RunOutcome, RunnerError>;
+    async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError>;
+    /// Ends the processes left in the process group `group` led (with start times at or
+    /// after its own) by a run whose runner died; returns how many were signalled.
+    async fn end_leftovers(&self, group: &ProcessRef) -> usize;
+}
+
+/// A started run.
+#[async_trait]
+pub trait RunHandle: Send {
+    /// The run's process, the leader of its process group, when it has one.
+    fn process(&self) -> Option<ProcessRef>;
+    /// Waits for the run to end. A failure after the start is an error status.
+    async fn wait(self: Box<Self>) -> RunOutcome;
 }
 
 /// Errors of a [`PromptSource`].

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use time::Duration;
 
 use crate::decide::{self, EnqueueDecision, EnqueueInput};
+use crate::live::*;
 use crate::model::*;
 use crate::ports::{EnqueueResult, HookRecord, StoreError};
 use crate::stamp::Timestamp;
@@ -53,6 +54,7 @@ pub fn plan_event(
                 queued_at: Some(r.now),
                 retries: 0,
                 claim: None,
+                waiting: None,
             });
         }
         decisions.push((hook.id.clone(), d));
@@ -156,19 +158,45 @@ pub fn renew(
     held
 }
 
-/// Puts an owned entry back, unclaimed and due later.
+/// Puts an owned entry back, unclaimed and due later, saying why it waits if it does.
 pub fn requeue(
     pending: &mut [PendingEntry],
     key: &EntryKey,
     owner: &str,
     due_at: Timestamp,
     retries: u32,
+    waiting: Option<Waiting>,
 ) -> Result<(), StoreError> {
     let (_, p) = find_owned(pending, key, owner)?;
     p.claim = None;
     p.due_at = DueAt::At(due_at);
     p.retries = retries;
+    p.waiting = waiting;
     Ok(())
+}
+
+/// Makes `session`'s waiting entries due at `due_at` (or earlier, if they already were),
+/// and clears why they waited; with `open_only`, only those waiting for the conversation
+/// to close. Returns how many changed. An entry claimed at the moment is woken too: its
+/// claimer's requeue decides again, and a wake it overwrites is caught by the daemon's
+/// check of open conversations.
+pub fn wake(
+    pending: &mut [PendingEntry],
+    session: &SessionId,
+    due_at: Timestamp,
+    open_only: bool,
+) -> usize {
+    let mut n = 0;
+    for p in pending.iter_mut().filter(|p| {
+        p.session_id == *session && p.waiting.as_ref().is_some_and(|w| w.open || !open_only)
+    }) {
+        p.waiting = None;
+        if p.due_at.time().is_none_or(|t| t > due_at) {
+            p.due_at = DueAt::At(due_at);
+        }
+        n += 1;
+    }
+    n
 }
 
 /// Removes an owned entry.

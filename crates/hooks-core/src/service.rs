@@ -1,14 +1,16 @@
 //! The application service: the use cases, composed from the ports and the decisions.
 //!
-//! It holds no state of its own but the set of sessions this process is running a
-//! follow-up on; everything durable lives behind the ports.
+//! It holds no state of its own but the leases of the follow-ups this process is running;
+//! everything durable lives behind the ports.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use time::Duration;
 
 use crate::decide::{self, EnqueueDecision, FireDecision, FireInput, NotReady, Policy, SkipReason};
+use crate::live::*;
 use crate::model::*;
 use crate::ports::*;
 use crate::stamp::Timestamp;
@@ -29,9 +31,14 @@ pub enum ServiceError {
 pub struct Config {
     pub policy: Policy,
     /// How long a claim lasts without renewal; a dead owner's entries come back after this.
+    /// Run leases last as long.
     pub claim_ttl: Duration,
     /// Names this process in claims: unique per process (host, pid and a nonce).
     pub owner: String,
+    /// The host this process runs on, as leases name it.
+    pub host: String,
+    /// This process, so that another process on the host can tell whether it is alive.
+    pub process: Option<ProcessRef>,
 }
 
 impl Config {
@@ -40,6 +47,8 @@ impl Config {
             policy: Policy::default(),
             claim_ttl: Duration::seconds(90),
             owner: owner.into(),
+            host: String::new(),
+            process: None,
         }
     }
 }
@@ -84,12 +93,16 @@ pub enum FireAction {
     Dropped,
     /// Not run; this status was recorded.
     Finished(Status),
-    /// Not ready; put back.
+    /// Not ready; put back, using up a retry.
     Retried {
         due_at: Timestamp,
         retries: u32,
         why: NotReady,
     },
+    /// Put back to wait (the conversation is open, or another run holds the session).
+    Waiting { due_at: Timestamp, waiting: Waiting },
+    /// The entry's own run had been started by a runner that died; it was recorded so.
+    Recovered(Status),
     /// Another process fired it first.
     LostStamp { at: Timestamp },
     /// The follow-up ran.
@@ -103,18 +116,39 @@ pub enum FireAction {
 pub struct FireReport {
     pub key: EntryKey,
     pub action: FireAction,
+    /// Things the operator should hear about: a lost claim or lease, a run of another
+    /// hook found interrupted.
+    pub warnings: Vec<String>,
+}
+
+/// What renewing found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RenewReport {
+    /// The claims still held.
+    pub held: Vec<EntryKey>,
+    /// Warnings naming each claim or lease that was lost.
+    pub warnings: Vec<String>,
+}
+
+/// What [`Service::decide`] left to do.
+enum Decided {
+    Action(FireAction),
+    Recover(Box<RunLease>),
+    Fire(Box<(Hook, crate::prompt::Prompt, String)>),
 }
 
 /// The use cases of hooks-app.
 pub struct Service {
     ports: Ports,
     config: Config,
-    running: Mutex<HashSet<SessionId>>,
+    /// The leases of the runs this process has going, by session.
+    running: Mutex<HashMap<SessionId, RunLease>>,
+    next_run: AtomicU64,
 }
 
-/// Removes a session from the running set when a fire ends, however it ends.
+/// Removes a session from the running set when a run ends, however it ends.
 struct RunningGuard<'a> {
-    set: &'a Mutex<HashSet<SessionId>>,
+    set: &'a Mutex<HashMap<SessionId, RunLease>>,
     session: SessionId,
 }
 
@@ -132,7 +166,8 @@ impl Service {
         Self {
             ports,
             config,
-            running: Mutex::new(HashSet::new()),
+            running: Mutex::new(HashMap::new()),
+            next_run: AtomicU64::new(1),
         }
     }
 
@@ -142,6 +177,10 @@ impl Service {
 
     pub fn now(&self) -> Timestamp {
         self.ports.clock.now()
+    }
+
+    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, RunLease>> {
+        self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A conversation event: remember what it says about the session, then queue every
@@ -177,6 +216,32 @@ impl Service {
             .collect())
     }
 
+    /// The conversation was closed (a `SessionEnd`, or its process seen gone): what waited
+    /// for that becomes due once the quiet period has passed. Returns how many woke.
+    pub async fn closed(&self, session: &SessionId) -> Result<usize, ServiceError> {
+        let due = self.now() + self.config.policy.quiet_period;
+        Ok(self.ports.store.wake(session, due, true).await?)
+    }
+
+    /// Wakes the entries waiting for an open conversation that is no longer open, as seen
+    /// now. Reads Claude Code's session files only; writes only for what it wakes.
+    pub async fn wake_closed(&self, pending: &[PendingEntry]) -> Result<usize, ServiceError> {
+        let mut sessions: Vec<&SessionId> = pending
+            .iter()
+            .filter(|p| p.waiting.as_ref().is_some_and(|w| w.open))
+            .map(|p| &p.session_id)
+            .collect();
+        sessions.sort();
+        sessions.dedup();
+        let mut woke = 0;
+        for s in sessions {
+            if self.ports.meta.open(s).await?.is_none() {
+                woke += self.closed(s).await?;
+            }
+        }
+        Ok(woke)
+    }
+
     /// Claims up to `limit` due entries for this process, in one store write.
     pub async fn claim(&self, limit: usize) -> Result<Vec<PendingEntry>, ServiceError> {
         let now = self.now();
@@ -187,14 +252,38 @@ impl Service {
             .await?)
     }
 
-    /// Extends this process's claims on `keys`.
-    pub async fn renew(&self, keys: &[EntryKey]) -> Result<Vec<EntryKey>, ServiceError> {
+    /// Extends this process's claims on `keys` and the leases of its running follow-ups.
+    pub async fn renew(&self, keys: &[EntryKey]) -> Result<RenewReport, ServiceError> {
         let until = self.now() + self.config.claim_ttl;
-        Ok(self
+        let held = self
             .ports
             .store
             .renew(keys, &self.config.owner, until)
-            .await?)
+            .await?;
+        let mut warnings: Vec<String> = keys
+            .iter()
+            .filter(|k| !held.contains(k))
+            .map(|k| format!("lost the claim on {k}: it expired and may be taken over"))
+            .collect();
+        let leases: Vec<(SessionId, RunLease)> = self
+            .running()
+            .iter()
+            .map(|(s, l)| (s.clone(), l.clone()))
+            .collect();
+        for (session, mut lease) in leases {
+            lease.expires_at = until;
+            if self.ports.meta.update_lease(&session, &lease).await? {
+                if let Some(l) = self.running().get_mut(&session) {
+                    l.expires_at = until;
+                }
+            } else {
+                warnings.push(format!(
+                    "lost the run lease on session {session} (run {}, hook {})",
+                    lease.run_id, lease.hook_id
+                ));
+            }
+        }
+        Ok(RenewReport { held, warnings })
     }
 
     /// Gives back claimed entries that will not be started (shutdown).
@@ -202,9 +291,60 @@ impl Service {
         Ok(self.ports.store.release(keys, &self.config.owner).await?)
     }
 
-    /// Decides on a claimed entry with fresh facts and carries the decision out: drop,
-    /// record, put back, or stamp then run then record.
+    /// Decides on a claimed entry with fresh facts and carries the decision out: recover,
+    /// wait, drop, record, put back, or stamp-and-lease then run then record.
     pub async fn fire(&self, entry: &PendingEntry) -> Result<FireReport, ServiceError> {
+        let key = entry.key();
+        let mut warnings = Vec::new();
+        // A dead lease of another hook is recovered, then the entry decided again; a
+        // second one would be a new run that died in between, so this ends.
+        for _ in 0..3 {
+            let action = match self.decide(entry).await? {
+                Decided::Action(a) => a,
+                Decided::Recover(lease) => {
+                    let status = self.recover(&entry.session_id, &lease).await?;
+                    if lease.hook_id != entry.hook_id {
+                        warnings.push(format!(
+                            "run {} of {} on session {} had no result: recorded {status}",
+                            lease.run_id, lease.hook_id, entry.session_id
+                        ));
+                        continue;
+                    }
+                    let record = HookRecord {
+                        status: status.clone(),
+                        fired_at: Some(lease.started_at),
+                    };
+                    match self.finish(&key, Some(record)).await? {
+                        FireAction::Dropped => FireAction::Recovered(status),
+                        other => other,
+                    }
+                }
+                Decided::Fire(f) => {
+                    let (hook, prompt, cwd) = *f;
+                    self.run(entry, hook, prompt, cwd, &mut warnings).await?
+                }
+            };
+            if action == FireAction::Fenced {
+                warnings.push(format!(
+                    "lost the claim on {key} before writing what was decided"
+                ));
+            }
+            return Ok(FireReport {
+                key,
+                action,
+                warnings,
+            });
+        }
+        Ok(FireReport {
+            key,
+            action: FireAction::Fenced,
+            warnings,
+        })
+    }
+
+    /// Reads fresh facts, takes the fire decision and carries out all of it but a run or
+    /// a recovery.
+    async fn decide(&self, entry: &PendingEntry) -> Result<Decided, ServiceError> {
         let key = entry.key();
         let store = &self.ports.store;
         let owner = self.config.owner.as_str();
@@ -218,11 +358,7 @@ impl Service {
             Some(Err(e)) => Some(e.to_string()),
             _ => None,
         };
-        let run_in_progress = self
-            .running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&entry.session_id);
+        let run_in_progress = self.is_running(&entry.session_id);
         let now = self.now();
         let decision = decide::decide_fire(FireInput {
             hook: hook.as_ref(),
@@ -234,27 +370,14 @@ impl Service {
             policy: self.config.policy,
         });
         let action = match decision {
+            FireDecision::Recover(lease) => return Ok(Decided::Recover(lease)),
             FireDecision::Drop => self.finish(&key, None).await?,
-            FireDecision::Finish(status) => {
-                match self
-                    .finish(
-                        &key,
-                        Some(HookRecord {
-                            status: status.clone(),
-                            fired_at: None,
-                        }),
-                    )
-                    .await?
-                {
-                    FireAction::Dropped => FireAction::Finished(status),
-                    other => other,
-                }
-            }
+            FireDecision::Finish(status) => self.finish_with(&key, status).await?,
             FireDecision::Retry {
                 due_at,
                 retries,
                 why,
-            } => match store.requeue(&key, owner, due_at, retries).await {
+            } => match store.requeue(&key, owner, due_at, retries, None).await {
                 Ok(()) => FireAction::Retried {
                     due_at,
                     retries,
@@ -263,28 +386,64 @@ impl Service {
                 Err(StoreError::Fenced(_)) => FireAction::Fenced,
                 Err(e) => return Err(e.into()),
             },
+            FireDecision::Wait { due_at, waiting } => self.wait(entry, due_at, waiting).await?,
             FireDecision::Fire => match (hook, prompt, facts.cwd()) {
                 (Some(hook), Some(Ok(prompt)), Some(cwd)) => {
-                    self.run(entry, hook, prompt, cwd.to_owned()).await?
+                    return Ok(Decided::Fire(Box::new((hook, prompt, cwd.to_owned()))));
                 }
                 // decide_fire fires only with all three; should that ever break, record it
                 // rather than stop the daemon.
                 _ => {
-                    let status =
-                        Status::error("internal: fired without a hook, a prompt and a cwd");
-                    self.finish(
+                    self.finish_with(
                         &key,
-                        Some(HookRecord {
-                            status: status.clone(),
-                            fired_at: None,
-                        }),
+                        Status::error("internal: fired without a hook, a prompt and a cwd"),
                     )
-                    .await?;
-                    FireAction::Finished(status)
+                    .await?
                 }
             },
         };
-        Ok(FireReport { key, action })
+        Ok(Decided::Action(action))
+    }
+
+    async fn wait(
+        &self,
+        entry: &PendingEntry,
+        due_at: Timestamp,
+        waiting: Waiting,
+    ) -> Result<FireAction, ServiceError> {
+        match self
+            .ports
+            .store
+            .requeue(
+                &entry.key(),
+                &self.config.owner,
+                due_at,
+                entry.retries,
+                Some(waiting.clone()),
+            )
+            .await
+        {
+            Ok(()) => Ok(FireAction::Waiting { due_at, waiting }),
+            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => {
+                Ok(FireAction::Fenced)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn finish_with(
+        &self,
+        key: &EntryKey,
+        status: Status,
+    ) -> Result<FireAction, ServiceError> {
+        let record = HookRecord {
+            status: status.clone(),
+            fired_at: None,
+        };
+        Ok(match self.finish(key, Some(record)).await? {
+            FireAction::Dropped => FireAction::Finished(status),
+            other => other,
+        })
     }
 
     async fn finish(
@@ -306,61 +465,223 @@ impl Service {
         }
     }
 
+    /// Accounts for a run whose lease was left behind by a runner that is gone: ends what
+    /// it left running on this host, logs it as interrupted unless its result made it to
+    /// the run log, records that on its hook unless the caller does, and clears the lease.
+    /// Returns the run's status.
+    async fn recover(&self, session: &SessionId, lease: &RunLease) -> Result<Status, ServiceError> {
+        if lease.host == self.config.host
+            && let Some(child) = &lease.child
+        {
+            self.ports.runner.end_leftovers(child).await;
+        }
+        let runs = self
+            .ports
+            .store
+            .runs(&RunFilter {
+                hook_id: Some(lease.hook_id.clone()),
+                session_id: Some(session.clone()),
+                limit: None,
+            })
+            .await?;
+        let logged = runs.iter().find(|r| {
+            r.run_id.as_deref() == Some(lease.run_id.as_str()) && r.finished_at.is_some()
+        });
+        let status = match logged {
+            Some(r) => r.outcome.status(),
+            None => {
+                let status = decide::interrupted();
+                self.ports
+                    .store
+                    .append_run(&RunRecord {
+                        run_id: Some(lease.run_id.clone()),
+                        hook_id: lease.hook_id.clone(),
+                        session_id: session.clone(),
+                        owner: Some(lease.owner.clone()),
+                        process: lease.child,
+                        started_at: lease.started_at,
+                        finished_at: Some(self.now()),
+                        outcome: RunOutcome {
+                            status: Some(status.clone()),
+                            ..RunOutcome::default()
+                        },
+                    })
+                    .await?;
+                status
+            }
+        };
+        self.ports.meta.end_lease(session, &lease.run_id).await?;
+        Ok(status)
+    }
+
+    /// Finds the run leases left behind on this host by runners that died and ends what
+    /// they left running (`serve` and `tick` do this as they start). A run whose entry is
+    /// still queued is left for that entry's fire to record (it completes the entry with
+    /// the run's status); the others are recorded here. Returns the runs found, with the
+    /// status recorded (`None`: left to the entry).
+    pub async fn recover_dead_runs(
+        &self,
+    ) -> Result<Vec<(SessionId, RunLease, Option<Status>)>, ServiceError> {
+        let now = self.now();
+        let mut out = Vec::new();
+        let dead: Vec<(SessionId, LeaseInfo)> = self
+            .ports
+            .meta
+            .leases()
+            .await?
+            .into_iter()
+            .filter(|(_, l)| !l.is_live(now) && l.lease.host == self.config.host)
+            .collect();
+        if dead.is_empty() {
+            return Ok(out);
+        }
+        let pending = self.ports.store.snapshot().await?.pending;
+        for (session, info) in dead {
+            let lease = info.lease;
+            let queued = pending
+                .iter()
+                .any(|p| p.session_id == session && p.hook_id == lease.hook_id);
+            if queued {
+                if let Some(child) = &lease.child {
+                    self.ports.runner.end_leftovers(child).await;
+                }
+                out.push((session, lease, None));
+                continue;
+            }
+            let status = self.recover(&session, &lease).await?;
+            self.ports
+                .store
+                .record(
+                    &lease.hook_id,
+                    &session,
+                    HookRecord {
+                        status: status.clone(),
+                        fired_at: Some(lease.started_at),
+                    },
+                )
+                .await?;
+            out.push((session, lease, Some(status)));
+        }
+        Ok(out)
+    }
+
+    fn new_lease(&self, hook: &HookId, started_at: Timestamp) -> RunLease {
+        let n = self.next_run.fetch_add(1, Ordering::Relaxed);
+        RunLease {
+            run_id: format!("{}#{n}", self.config.owner),
+            hook_id: hook.clone(),
+            owner: self.config.owner.clone(),
+            host: self.config.host.clone(),
+            owner_process: self.config.process,
+            child: None,
+            started_at,
+            expires_at: started_at + self.config.claim_ttl,
+        }
+    }
+
     async fn run(
         &self,
         entry: &PendingEntry,
         hook: Hook,
         prompt: crate::prompt::Prompt,
         cwd: String,
+        warnings: &mut Vec<String>,
     ) -> Result<FireAction, ServiceError> {
         let key = entry.key();
+        let session = &entry.session_id;
         let started_at = self.now();
-        if let StampResult::Lost { at } = self
+        let mut lease = self.new_lease(&hook.id, started_at);
+        match self
             .ports
             .meta
-            .stamp(&entry.session_id, &hook.id, started_at)
+            .begin_run(session, &lease, started_at)
             .await?
         {
-            let status = Status::skipped(SkipReason::AlreadyRan { at }.to_string());
-            self.finish(
-                &key,
-                Some(HookRecord {
-                    status,
-                    fired_at: None,
-                }),
-            )
-            .await?;
-            return Ok(FireAction::LostStamp { at });
+            BeginRun::Won => {}
+            BeginRun::Stamped { at } => {
+                let status = Status::skipped(SkipReason::AlreadyRan { at }.to_string());
+                self.finish_with(&key, status).await?;
+                return Ok(FireAction::LostStamp { at });
+            }
+            BeginRun::Busy(other) => {
+                let waiting = Waiting {
+                    reason: format!(
+                        "a follow-up is running on this session ({}, run by {})",
+                        other.lease.hook_id, other.lease.owner
+                    ),
+                    since: started_at,
+                    open: false,
+                };
+                let due = started_at + self.config.policy.retry_delay;
+                return self.wait(entry, due, waiting).await;
+            }
         }
         let _guard = {
-            let mut set = self.running.lock().unwrap_or_else(PoisonError::into_inner);
-            set.insert(entry.session_id.clone());
+            self.running().insert(session.clone(), lease.clone());
             RunningGuard {
                 set: &self.running,
-                session: entry.session_id.clone(),
+                session: session.clone(),
             }
         };
-        let request = RunRequest {
+        let mut record = RunRecord {
+            run_id: Some(lease.run_id.clone()),
             hook_id: hook.id.clone(),
-            session_id: entry.session_id.clone(),
-            cwd,
-            prompt,
+            session_id: session.clone(),
+            owner: Some(self.config.owner.clone()),
+            process: None,
+            started_at,
+            finished_at: None,
+            outcome: RunOutcome::default(),
         };
-        let outcome = match self.ports.runner.run(&request).await {
-            Ok(o) => o,
+        // Logged before the child starts: a run that may cost money is never invisible.
+        let outcome = match self.ports.store.append_run(&record).await {
             Err(e) => RunOutcome {
-                status: Some(Status::error(e.to_string())),
+                status: Some(Status::error(format!(
+                    "not started: the run log could not be written: {e}"
+                ))),
                 ..RunOutcome::default()
             },
+            Ok(()) => {
+                let request = RunRequest {
+                    hook_id: hook.id.clone(),
+                    session_id: session.clone(),
+                    cwd,
+                    prompt,
+                };
+                match self.ports.runner.start(&request).await {
+                    Err(e) => RunOutcome {
+                        status: Some(Status::error(e.to_string())),
+                        ..RunOutcome::default()
+                    },
+                    Ok(handle) => {
+                        if let Some(p) = handle.process() {
+                            lease.child = Some(p);
+                            record.process = Some(p);
+                            if let Some(l) = self.running().get_mut(session) {
+                                l.child = Some(p);
+                            }
+                            // Best effort: what it buys is the clean-up of this run's
+                            // processes should this process die; the run goes on without.
+                            match self.ports.meta.update_lease(session, &lease).await {
+                                Ok(true) => {}
+                                Ok(false) => warnings.push(format!(
+                                    "lost the run lease on session {session} as the run started"
+                                )),
+                                Err(e) => warnings.push(format!(
+                                    "could not note the run's process in its lease: {e}"
+                                )),
+                            }
+                            if let Err(e) = self.ports.store.append_run(&record).await {
+                                warnings.push(format!("could not log the run's process: {e}"));
+                            }
+                        }
+                        handle.wait().await
+                    }
+                }
+            }
         };
-        let finished_at = self.now();
-        let record = RunRecord {
-            hook_id: hook.id.clone(),
-            session_id: entry.session_id.clone(),
-            started_at,
-            finished_at,
-            outcome,
-        };
+        record.finished_at = Some(self.now());
+        record.outcome = outcome;
         // The run log first: it is append-only and the one place a run's cost is kept.
         self.ports.store.append_run(&record).await?;
         let hook_record = HookRecord {
@@ -375,41 +696,61 @@ impl Service {
         {
             Ok(()) => {}
             Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => {
-                // The claim lapsed during the run; the stamp kept anyone else from running
-                // it, so the outcome is still ours to record.
+                // The claim lapsed during the run; the stamp and the lease kept anyone else
+                // from running it, so the outcome is still ours to record.
+                warnings.push(format!(
+                    "lost the claim on {key} during the run; recorded its result all the same"
+                ));
                 self.ports
                     .store
-                    .record(&hook.id, &entry.session_id, hook_record)
+                    .record(&hook.id, session, hook_record)
                     .await?;
             }
             Err(e) => return Err(e.into()),
         }
+        self.ports.meta.end_lease(session, &lease.run_id).await?;
+        // What waited for this run to end may go once the transcript is quiet again.
+        let due = self.now() + self.config.policy.quiet_period;
+        self.ports.store.wake(session, due, false).await?;
         Ok(FireAction::Ran(Box::new(record)))
     }
 
-    /// Whether this process is running a follow-up on `session` right now (it has stamped
-    /// the session and started the runner).
+    /// Whether this process is running a follow-up on `session` right now (it holds the
+    /// session's lease and has started, or is about to start, the runner).
     pub fn is_running(&self, session: &SessionId) -> bool {
-        self.running
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(session)
+        self.running().contains_key(session)
+    }
+
+    /// Whether this process has runs going on.
+    pub fn has_runs(&self) -> bool {
+        !self.running().is_empty()
+    }
+
+    /// The leases of the runs going on in this process.
+    pub fn running_leases(&self) -> Vec<(SessionId, RunLease)> {
+        self.running()
+            .iter()
+            .map(|(s, l)| (s.clone(), l.clone()))
+            .collect()
     }
 
     /// Records a run that was stopped because the process is shutting down: the run log,
-    /// the hook's status `error: interrupted by shutdown`, and the entry removed. The stamp
-    /// stays, so it is never run again.
+    /// the hook's status `error: interrupted by shutdown`, the entry removed and the lease
+    /// cleared. The stamp stays, so it is never run again.
     pub async fn record_interrupted(
         &self,
-        entry: &PendingEntry,
-        started_at: Timestamp,
+        session: &SessionId,
+        lease: &RunLease,
     ) -> Result<(), ServiceError> {
         let status = Status::error("interrupted by shutdown");
         let record = RunRecord {
-            hook_id: entry.hook_id.clone(),
-            session_id: entry.session_id.clone(),
-            started_at,
-            finished_at: self.now(),
+            run_id: Some(lease.run_id.clone()),
+            hook_id: lease.hook_id.clone(),
+            session_id: session.clone(),
+            owner: Some(lease.owner.clone()),
+            process: lease.child,
+            started_at: lease.started_at,
+            finished_at: Some(self.now()),
             outcome: RunOutcome {
                 status: Some(status.clone()),
                 ..RunOutcome::default()
@@ -418,22 +759,29 @@ impl Service {
         self.ports.store.append_run(&record).await?;
         let hook_record = HookRecord {
             status,
-            fired_at: Some(started_at),
+            fired_at: Some(lease.started_at),
+        };
+        let key = EntryKey {
+            hook_id: lease.hook_id.clone(),
+            session_id: session.clone(),
         };
         match self
             .ports
             .store
-            .complete(&entry.key(), &self.config.owner, Some(hook_record.clone()))
+            .complete(&key, &self.config.owner, Some(hook_record.clone()))
             .await
         {
-            Ok(()) => Ok(()),
-            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => Ok(self
-                .ports
-                .store
-                .record(&entry.hook_id, &entry.session_id, hook_record)
-                .await?),
-            Err(e) => Err(e.into()),
+            Ok(()) => {}
+            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => {
+                self.ports
+                    .store
+                    .record(&lease.hook_id, session, hook_record)
+                    .await?
+            }
+            Err(e) => return Err(e.into()),
         }
+        self.ports.meta.end_lease(session, &lease.run_id).await?;
+        Ok(())
     }
 
     pub async fn list_hooks(&self) -> Result<Vec<Hook>, ServiceError> {

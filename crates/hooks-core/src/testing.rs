@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use time::Duration;
 
 use crate::decide::EnqueueDecision;
+use crate::live::*;
 use crate::model::*;
 use crate::ports::*;
 use crate::prompt::{Prompt, parse_prompt};
@@ -157,8 +158,29 @@ impl HookStore for InMemoryStore {
         owner: &str,
         due: Timestamp,
         retries: u32,
+        waiting: Option<Waiting>,
     ) -> Result<(), StoreError> {
-        queue::requeue(&mut lock(&self.0).pending, key, owner, due, retries)
+        queue::requeue(
+            &mut lock(&self.0).pending,
+            key,
+            owner,
+            due,
+            retries,
+            waiting,
+        )
+    }
+    async fn wake(
+        &self,
+        session: &SessionId,
+        due_at: Timestamp,
+        open_only: bool,
+    ) -> Result<usize, StoreError> {
+        Ok(queue::wake(
+            &mut lock(&self.0).pending,
+            session,
+            due_at,
+            open_only,
+        ))
     }
     async fn complete(
         &self,
@@ -194,22 +216,25 @@ impl HookStore for InMemoryStore {
     }
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let s = lock(&self.0);
-        let all: Vec<RunRecord> = s
-            .runs
-            .iter()
+        let all: Vec<RunRecord> = fold_runs(s.runs.iter().cloned())
+            .into_iter()
             .filter(|r| filter.matches(r))
-            .cloned()
             .collect();
         let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
         Ok(all.into_iter().skip(skip).collect())
     }
 }
 
-/// Session state and transcript facts in memory. Tests set the transcript facts directly.
+/// Session state and transcript facts in memory. Tests set the transcript facts, the open
+/// conversations and whether a lease's holder is alive directly.
 #[derive(Default)]
 pub struct InMemoryMeta {
     states: Mutex<HashMap<SessionId, SessionState>>,
     transcripts: Mutex<HashMap<SessionId, TranscriptFacts>>,
+    open: Mutex<HashMap<SessionId, OpenSession>>,
+    leases: Mutex<HashMap<SessionId, RunLease>>,
+    /// Owners whose processes are to be seen as gone.
+    gone: Mutex<Vec<String>>,
 }
 
 impl InMemoryMeta {
@@ -218,6 +243,32 @@ impl InMemoryMeta {
     }
     pub fn set_transcript(&self, s: &SessionId, facts: TranscriptFacts) {
         lock(&self.transcripts).insert(s.clone(), facts);
+    }
+    /// Marks the session as open in a Claude Code process, or closed.
+    pub fn set_open(&self, s: &SessionId, open: Option<OpenSession>) {
+        match open {
+            Some(o) => lock(&self.open).insert(s.clone(), o),
+            None => lock(&self.open).remove(s),
+        };
+    }
+    /// From now on, leases held by `owner` are seen with their holder gone.
+    pub fn owner_gone(&self, owner: &str) {
+        lock(&self.gone).push(owner.to_owned());
+    }
+    pub fn lease(&self, s: &SessionId) -> Option<RunLease> {
+        lock(&self.leases).get(s).cloned()
+    }
+    pub fn put_lease(&self, s: &SessionId, lease: RunLease) {
+        lock(&self.leases).insert(s.clone(), lease);
+    }
+    fn lease_info(&self, s: &SessionId) -> Option<LeaseInfo> {
+        let lease = lock(&self.leases).get(s).cloned()?;
+        let holder = if lock(&self.gone).contains(&lease.owner) {
+            Holder::Gone
+        } else {
+            Holder::Unknown
+        };
+        Some(LeaseInfo { lease, holder })
     }
     pub fn stamps(&self, s: &SessionId) -> BTreeMap<HookId, Timestamp> {
         lock(&self.states)
@@ -254,7 +305,56 @@ impl SessionMeta for InMemoryMeta {
         Ok(SessionFacts {
             state: self.state(session).await?,
             transcript: lock(&self.transcripts).get(session).cloned(),
+            open: lock(&self.open).get(session).cloned(),
+            lease: self.lease_info(session),
         })
+    }
+    async fn begin_run(
+        &self,
+        session: &SessionId,
+        lease: &RunLease,
+        now: Timestamp,
+    ) -> Result<BeginRun, MetaError> {
+        if let Some(l) = self.lease_info(session).filter(|l| l.is_live(now)) {
+            return Ok(BeginRun::Busy(Box::new(l)));
+        }
+        match self
+            .stamp(session, &lease.hook_id, lease.started_at)
+            .await?
+        {
+            StampResult::Lost { at } => Ok(BeginRun::Stamped { at }),
+            StampResult::Won => {
+                self.put_lease(session, lease.clone());
+                Ok(BeginRun::Won)
+            }
+        }
+    }
+    async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
+        let mut leases = lock(&self.leases);
+        match leases.get_mut(session) {
+            Some(l) if l.run_id == lease.run_id => {
+                *l = lease.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+    async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
+        let mut leases = lock(&self.leases);
+        if leases.get(session).is_some_and(|l| l.run_id == run_id) {
+            leases.remove(session);
+        }
+        Ok(())
+    }
+    async fn leases(&self) -> Result<Vec<(SessionId, LeaseInfo)>, MetaError> {
+        let ids: Vec<SessionId> = lock(&self.leases).keys().cloned().collect();
+        Ok(ids
+            .into_iter()
+            .filter_map(|s| Some((s.clone(), self.lease_info(&s)?)))
+            .collect())
+    }
+    async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError> {
+        Ok(lock(&self.open).get(session).cloned())
     }
     async fn stamp(
         &self,
@@ -303,12 +403,28 @@ impl ScriptedRunner {
     }
 }
 
+struct Finished(RunOutcome);
+
+#[async_trait]
+impl RunHandle for Finished {
+    fn process(&self) -> Option<ProcessRef> {
+        None
+    }
+    async fn wait(self: Box<Self>) -> RunOutcome {
+        self.0
+    }
+}
+
 #[async_trait]
 impl Runner for ScriptedRunner {
-    async fn run(&self, request: &RunRequest) -> Result<RunOutcome, RunnerError> {
+    async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
         self.count.fetch_add(1, Ordering::SeqCst);
         lock(&self.calls).push(request.clone());
-        lock(&self.outcome).clone()
+        let outcome = lock(&self.outcome).clone()?;
+        Ok(Box::new(Finished(outcome)))
+    }
+    async fn end_leftovers(&self, _group: &ProcessRef) -> usize {
+        0
     }
 }
 

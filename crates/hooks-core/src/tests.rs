@@ -3,6 +3,7 @@ use std::sync::Arc;
 use time::{Duration, OffsetDateTime};
 
 use crate::decide::*;
+use crate::live::*;
 use crate::model::*;
 use crate::ports::*;
 use crate::prompt::*;
@@ -324,6 +325,7 @@ fn pending(retries: u32) -> PendingEntry {
         queued_at: Some(t0()),
         retries,
         claim: None,
+        waiting: None,
     }
 }
 
@@ -504,6 +506,8 @@ fn fire_decision_table() {
     let quiet = SessionFacts {
         state: SessionState::default(),
         transcript: Some(transcript(60, Some(1000), false)),
+        open: None,
+        lease: None,
     };
     let stamped = SessionFacts {
         state: SessionState {
@@ -610,7 +614,14 @@ fn fire_decision_table() {
             3,
             true,
             None,
-            retry(NotReady::RunInProgress),
+            FireDecision::Wait {
+                due_at: now + Duration::seconds(60),
+                waiting: Waiting {
+                    reason: "a follow-up is running on this session".into(),
+                    since: now,
+                    open: false,
+                },
+            },
         ),
         (
             "no transcript",
@@ -1067,7 +1078,8 @@ async fn a_fenced_complete_still_records_the_run() {
     let entry = pending(0);
     let e2 = entry.clone();
     store.expect_get_hook().returning(|_| Ok(Some(hook())));
-    store.expect_append_run().times(1).returning(|_| Ok(()));
+    store.expect_append_run().times(2).returning(|_| Ok(()));
+    store.expect_wake().returning(|_, _, _| Ok(0));
     store
         .expect_complete()
         .times(1)
@@ -1097,7 +1109,7 @@ async fn a_meta_failure_stops_the_fire_before_running() {
         .returning(|_| Err(MetaError::Io("gone".into())));
     meta.expect_stamp().never();
     let mut runner = MockRunner::new();
-    runner.expect_run().never();
+    runner.expect_start().never();
     let store = InMemoryStore::seeded(t0());
     let ports = Ports {
         store,
@@ -1152,4 +1164,364 @@ async fn notify_reports_every_hook() {
             .outcome,
         NotifyOutcome::Skipped(SkipReason::Subagent)
     );
+}
+
+#[test]
+fn proc_stat_fields_are_counted_after_the_last_parenthesis() {
+    let stat =
+        "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 286152 1000 10";
+    assert_eq!(
+        parse_proc_stat(stat),
+        Some(ProcStat {
+            state: 'S',
+            ppid: 1,
+            pgrp: 4242,
+            start: 286_152
+        })
+    );
+    assert!(parse_proc_stat(stat).unwrap().is_alive());
+    let zombie = stat.replace(") S 1", ") Z 1");
+    assert!(!parse_proc_stat(&zombie).unwrap().is_alive());
+    for bad in ["", "4242 (x", "4242 (x) S 1 2", "garbage) S x y z"] {
+        assert_eq!(parse_proc_stat(bad), None, "{bad:?}");
+    }
+}
+
+fn lease(hook: &str, owner: &str) -> RunLease {
+    RunLease {
+        run_id: format!("{owner}#1"),
+        hook_id: HookId::parse(hook).unwrap(),
+        owner: owner.into(),
+        host: "h".into(),
+        owner_process: None,
+        child: None,
+        started_at: t0() - Duration::seconds(30),
+        expires_at: t0() + Duration::seconds(60),
+    }
+}
+
+#[test]
+fn a_lease_is_live_while_its_holder_is_or_until_it_expires() {
+    let l = lease("post-task", "other");
+    let at = |holder, now| {
+        LeaseInfo {
+            lease: l.clone(),
+            holder,
+        }
+        .is_live(now)
+    };
+    let later = t0() + Duration::seconds(61);
+    assert!(at(Holder::Alive, later), "seen alive: live past its expiry");
+    assert!(!at(Holder::Gone, t0()), "seen gone: dead before its expiry");
+    assert!(at(Holder::Unknown, t0()));
+    assert!(!at(Holder::Unknown, later), "unseen: until it expires");
+}
+
+#[test]
+fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
+    let policy = Policy::default();
+    let base = hook();
+    let open = SessionFacts {
+        transcript: Some(transcript(600, Some(1000), false)),
+        open: Some(OpenSession {
+            pid: 4242,
+            kind: Some("interactive".into()),
+            status: Some("idle".into()),
+        }),
+        ..SessionFacts::default()
+    };
+    let decide = |entry: &PendingEntry, now| {
+        decide_fire(FireInput {
+            hook: Some(&base),
+            entry,
+            facts: &open,
+            run_in_progress: false,
+            prompt_error: None,
+            now,
+            policy,
+        })
+    };
+    let mut entry = pending(9);
+    let first = decide(&entry, t0());
+    let waiting = Waiting {
+        reason: "conversation open in claude, pid 4242, interactive, idle".into(),
+        since: t0(),
+        open: true,
+    };
+    assert_eq!(
+        first,
+        FireDecision::Wait {
+            due_at: t0() + Duration::hours(24),
+            waiting: waiting.clone()
+        }
+    );
+    entry.waiting = Some(waiting.clone());
+    let later = t0() + Duration::hours(23);
+    assert_eq!(
+        decide(&entry, later),
+        FireDecision::Wait {
+            due_at: t0() + Duration::hours(24),
+            waiting: waiting.clone()
+        },
+        "the wait counts from when it began; retries are untouched"
+    );
+    assert_eq!(
+        decide(&entry, t0() + Duration::hours(24)),
+        FireDecision::Finish(Status::skipped("conversation still open after 24h"))
+    );
+    // A wait for another run does not count toward the open-wait limit.
+    entry.waiting = Some(Waiting {
+        open: false,
+        ..waiting
+    });
+    assert!(matches!(
+        decide(&entry, t0() + Duration::hours(30)),
+        FireDecision::Wait { .. }
+    ));
+}
+
+#[test]
+fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() {
+    let policy = Policy::default();
+    let base = hook();
+    let with = |holder, stamped: bool| SessionFacts {
+        state: SessionState {
+            stamps: if stamped {
+                [(post_task_id(), t0() - Duration::seconds(30))].into()
+            } else {
+                Default::default()
+            },
+            ..Default::default()
+        },
+        transcript: Some(transcript(600, Some(1000), false)),
+        open: None,
+        lease: Some(LeaseInfo {
+            lease: lease("post-task", "other"),
+            holder,
+        }),
+    };
+    let entry = pending(0);
+    let decide = |hook: Option<&Hook>, facts: &SessionFacts| {
+        decide_fire(FireInput {
+            hook,
+            entry: &entry,
+            facts,
+            run_in_progress: false,
+            prompt_error: None,
+            now: t0(),
+            policy,
+        })
+    };
+    let dead = with(Holder::Gone, true);
+    let recover = FireDecision::Recover(Box::new(lease("post-task", "other")));
+    assert_eq!(decide(Some(&base), &dead), recover);
+    assert_eq!(
+        decide(None, &dead),
+        recover,
+        "a run that may have cost money is accounted for even if its hook is gone"
+    );
+    match decide(Some(&base), &with(Holder::Unknown, true)) {
+        FireDecision::Wait { waiting, due_at } => {
+            assert_eq!(due_at, t0() + Duration::seconds(60));
+            assert!(!waiting.open);
+            assert_eq!(
+                waiting.reason,
+                "a follow-up is running on this session (post-task, run by other)"
+            );
+        }
+        other => panic!("a live lease with a stamp means running, not done: {other:?}"),
+    }
+}
+
+#[test]
+fn run_lines_fold_by_run_id_in_order_of_first_appearance() {
+    let base = RunRecord {
+        run_id: Some("a".into()),
+        hook_id: post_task_id(),
+        session_id: sid("s1"),
+        owner: Some("me".into()),
+        process: None,
+        started_at: t0(),
+        finished_at: None,
+        outcome: RunOutcome::default(),
+    };
+    let legacy = RunRecord {
+        run_id: None,
+        finished_at: Some(t0()),
+        ..base.clone()
+    };
+    let b = RunRecord {
+        run_id: Some("b".into()),
+        ..base.clone()
+    };
+    let a_done = RunRecord {
+        process: Some(ProcessRef { pid: 1, start: 2 }),
+        finished_at: Some(t0() + Duration::seconds(1)),
+        outcome: RunOutcome {
+            status: Some(Status::Ok),
+            ..RunOutcome::default()
+        },
+        ..base.clone()
+    };
+    let folded = fold_runs([base.clone(), legacy.clone(), b.clone(), a_done.clone()]);
+    assert_eq!(folded, [a_done, legacy.clone(), b.clone()]);
+    assert_eq!(folded[2].status_text(), "running");
+    assert_eq!(
+        fold_runs([legacy.clone(), legacy.clone()]).len(),
+        2,
+        "old lines stand alone"
+    );
+}
+
+#[tokio::test]
+async fn an_open_conversation_waits_and_a_close_wakes_it() {
+    let w = world();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta
+        .set_transcript(&sid("s1"), transcript(60, Some(1000), false));
+    w.meta.set_open(
+        &sid("s1"),
+        Some(OpenSession {
+            pid: 7,
+            kind: Some("interactive".into()),
+            status: Some("idle".into()),
+        }),
+    );
+    w.clock.advance(Duration::seconds(10));
+    let r = fire_all(&w).await;
+    assert!(
+        matches!(&r[0].action, FireAction::Waiting { waiting, .. } if waiting.open),
+        "{r:?}"
+    );
+    assert_eq!(w.runner.count(), 0, "an open conversation is never resumed");
+    let snap = w.store.snapshot().await.unwrap();
+    assert_eq!(
+        snap.pending[0].waiting.as_ref().map(|w| w.reason.as_str()),
+        Some("conversation open in claude, pid 7, interactive, idle")
+    );
+    assert_eq!(
+        w.service.wake_closed(&snap.pending).await.unwrap(),
+        0,
+        "still open: nothing woken, nothing written"
+    );
+    w.meta.set_open(&sid("s1"), None);
+    assert_eq!(w.service.wake_closed(&snap.pending).await.unwrap(), 1);
+    assert!(fire_all(&w).await.is_empty(), "due after the quiet period");
+    w.clock.advance(Duration::seconds(5));
+    let r = fire_all(&w).await;
+    assert!(matches!(r[0].action, FireAction::Ran(_)), "{r:?}");
+    assert_eq!(w.runner.count(), 1);
+}
+
+#[tokio::test]
+async fn a_run_is_logged_before_it_starts_and_leases_the_session() {
+    struct Peek {
+        store: Arc<InMemoryStore>,
+        meta: Arc<InMemoryMeta>,
+        seen: std::sync::Mutex<Vec<(Vec<RunRecord>, Option<RunLease>)>>,
+    }
+    #[async_trait::async_trait]
+    impl Runner for Peek {
+        async fn start(&self, r: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
+            let runs = self.store.runs(&RunFilter::default()).await.unwrap();
+            self.seen
+                .lock()
+                .unwrap()
+                .push((runs, self.meta.lease(&r.session_id)));
+            Err(RunnerError::Spawn {
+                program: "claude".into(),
+                message: "not here".into(),
+            })
+        }
+        async fn end_leftovers(&self, _: &ProcessRef) -> usize {
+            0
+        }
+    }
+    let store = InMemoryStore::seeded(t0());
+    let meta = InMemoryMeta::new();
+    let clock = ManualClock::new(t0());
+    let runner = Arc::new(Peek {
+        store: store.clone(),
+        meta: meta.clone(),
+        seen: Default::default(),
+    });
+    let service = Service::new(
+        Ports {
+            store: store.clone(),
+            meta: meta.clone(),
+            runner: runner.clone(),
+            prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", PROMPT),
+            clock: clock.clone(),
+        },
+        Config::new("me"),
+    );
+    service.notify(&done_event("s1")).await.unwrap();
+    clock.advance(Duration::seconds(10));
+    meta.set_transcript(&sid("s1"), transcript(60, Some(1000), false));
+    let e = service.claim(1).await.unwrap().remove(0);
+    service.fire(&e).await.unwrap();
+    let (runs, lease) = runner.seen.lock().unwrap()[0].clone();
+    let (runs, lease) = (&runs, &lease);
+    assert_eq!(runs.len(), 1, "started line before the start");
+    assert_eq!(runs[0].status_text(), "running");
+    assert_eq!(
+        lease.as_ref().map(|l| l.run_id.clone()),
+        runs[0].run_id.clone()
+    );
+    let after = store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(after.len(), 1, "one run, folded");
+    assert_eq!(
+        after[0].outcome.status(),
+        Status::error("could not start claude: not here")
+    );
+    assert_eq!(meta.lease(&sid("s1")), None, "the lease is released");
+}
+
+#[tokio::test]
+async fn a_dead_runners_lease_is_recorded_as_interrupted_and_blocks_nothing_after() {
+    let w = world();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta
+        .set_transcript(&sid("s1"), transcript(60, Some(1000), false));
+    // Another daemon stamped and leased the session, logged the start, then died.
+    let dead = lease("post-task", "dead-daemon");
+    w.meta
+        .stamp(&sid("s1"), &post_task_id(), dead.started_at)
+        .await
+        .unwrap();
+    w.meta.put_lease(&sid("s1"), dead.clone());
+    w.store
+        .append_run(&RunRecord {
+            run_id: Some(dead.run_id.clone()),
+            hook_id: post_task_id(),
+            session_id: sid("s1"),
+            owner: Some(dead.owner.clone()),
+            process: None,
+            started_at: dead.started_at,
+            finished_at: None,
+            outcome: RunOutcome::default(),
+        })
+        .await
+        .unwrap();
+    w.clock.advance(Duration::seconds(10));
+    let r = fire_all(&w).await;
+    assert!(
+        matches!(&r[0].action, FireAction::Waiting { .. }),
+        "a lease not known dead and unexpired blocks: {r:?}"
+    );
+    w.meta.owner_gone("dead-daemon");
+    w.clock.advance(Duration::seconds(60));
+    let r = fire_all(&w).await;
+    assert_eq!(r[0].action, FireAction::Recovered(interrupted()), "{r:?}");
+    assert_eq!(w.runner.count(), 0, "never run twice");
+    let runs = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].outcome.status(), interrupted());
+    assert_eq!(runs[0].owner.as_deref(), Some("dead-daemon"));
+    assert_eq!(runs[0].started_at, dead.started_at);
+    let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(hook.last_status, Some(interrupted()));
+    assert_eq!(hook.history.entries().len(), 1);
+    assert_eq!(w.meta.lease(&sid("s1")), None);
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty());
 }

@@ -5,20 +5,28 @@
 //!   per session, so each operation costs the same however many sessions exist.
 //! - [`transcript`]: facts read from Claude Code's own transcript, from the end of the file
 //!   in bounded chunks.
+//! - [`live`]: whether a Claude Code process has the session open (its
+//!   `<claude-home>/sessions/<pid>.json`), and whether a process is still the one a lease
+//!   names (pid and start time from `/proc`).
+//!
+//! A run lease's holder is seen alive when it is on this host and its runner or its child
+//! is alive; gone when it is on this host and neither is; unknown on another host, where
+//! only the lease's expiry tells.
 //!
 //! [`MetaStore`] puts the two together behind the core's `SessionMeta` port.
 
+pub mod live;
 pub mod state;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use hooks_core::ports::{MetaError, SessionMeta, StampResult};
+use hooks_core::ports::{BeginRun, MetaError, SessionMeta, StampResult};
 use hooks_core::stamp::Timestamp;
 use hooks_core::*;
 
-pub use state::SessionFiles;
+pub use state::{Begin, SessionFiles};
 pub use transcript::{MAX_SCAN_BYTES, read_facts, read_facts_counted};
 
 /// The `SessionMeta` adapter: session files plus transcripts under a Claude home.
@@ -26,6 +34,7 @@ pub use transcript::{MAX_SCAN_BYTES, read_facts, read_facts_counted};
 pub struct MetaStore {
     files: SessionFiles,
     claude_home: PathBuf,
+    host: String,
 }
 
 impl MetaStore {
@@ -35,7 +44,33 @@ impl MetaStore {
         Self {
             files: SessionFiles::new(data_dir),
             claude_home: claude_home.to_owned(),
+            host: String::new(),
         }
+    }
+
+    /// Names this host as leases do, so that leases taken here are judged by their
+    /// processes. Without it every lease is judged by its expiry alone.
+    pub fn with_host(mut self, host: impl Into<String>) -> Self {
+        self.host = host.into();
+        self
+    }
+
+    /// What can be seen of a lease's holder from here.
+    pub fn judge(&self, lease: RunLease) -> LeaseInfo {
+        let holder = if self.host.is_empty() || lease.host != self.host {
+            Holder::Unknown
+        } else if [lease.owner_process, lease.child]
+            .iter()
+            .flatten()
+            .any(live::is_alive)
+        {
+            Holder::Alive
+        } else if lease.owner_process.is_none() && lease.child.is_none() {
+            Holder::Unknown
+        } else {
+            Holder::Gone
+        };
+        LeaseInfo { lease, holder }
     }
 
     pub fn files(&self) -> &SessionFiles {
@@ -76,7 +111,7 @@ impl SessionMeta for MetaStore {
     }
 
     async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError> {
-        let state = self.files.read(session)?;
+        let (state, lease) = self.files.read_with_lease(session)?;
         let transcript = match self.find_transcript(session, state.transcript_path.as_deref()) {
             Some(p) => Some(
                 read_facts(&p)
@@ -84,7 +119,12 @@ impl SessionMeta for MetaStore {
             ),
             None => None,
         };
-        Ok(SessionFacts { state, transcript })
+        Ok(SessionFacts {
+            state,
+            transcript,
+            open: live::open_session(&self.claude_home, session),
+            lease: lease.map(|l| self.judge(l)),
+        })
     }
 
     async fn stamp(
@@ -94,5 +134,39 @@ impl SessionMeta for MetaStore {
         at: Timestamp,
     ) -> Result<StampResult, MetaError> {
         self.files.stamp(session, hook, at)
+    }
+
+    async fn begin_run(
+        &self,
+        session: &SessionId,
+        lease: &RunLease,
+        _now: Timestamp,
+    ) -> Result<BeginRun, MetaError> {
+        Ok(match self.files.begin_run(session, lease)? {
+            Begin::Won => BeginRun::Won,
+            Begin::Stamped { at } => BeginRun::Stamped { at },
+            Begin::Held(l) => BeginRun::Busy(Box::new(self.judge(l))),
+        })
+    }
+
+    async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
+        self.files.update_lease(session, lease)
+    }
+
+    async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
+        self.files.end_lease(session, run_id)
+    }
+
+    async fn leases(&self) -> Result<Vec<(SessionId, LeaseInfo)>, MetaError> {
+        Ok(self
+            .files
+            .leases()?
+            .into_iter()
+            .map(|(s, l)| (s, self.judge(l)))
+            .collect())
+    }
+
+    async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError> {
+        Ok(live::open_session(&self.claude_home, session))
     }
 }

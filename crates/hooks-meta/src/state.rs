@@ -2,7 +2,9 @@
 //!
 //! `<data-dir>/sessions/<id>.json`:
 //! `{"sessionId", "cwd", "transcriptPath", "origin", "hooks": {"<hookId>": "<iso>"}}`.
-//! `hooks` is the map of once-per-hook stamps; it is merged, never replaced, and a stamp is
+//! `hooks` is the map of once-per-hook stamps, and `lease` the session's run lease while a
+//! follow-up runs on it (`{"runId", "hookId", "owner", "host", "ownerPid", "ownerStart",
+//! "childPid", "childStart", "startedAt", "expiresAt"}`); it is merged, never replaced, and a stamp is
 //! only ever removed with its whole file by an explicit prune. Changes hold the lock file
 //! `sessions/.lock`, so a stamp is a test-and-set across processes: of two processes
 //! stamping one (hook, session) pair, exactly one wins. Files are written to a temp file,
@@ -36,11 +38,106 @@ struct SessionDto {
     origin: Option<String>,
     #[serde(default)]
     hooks: BTreeMap<String, String>,
+    /// The run lease, while a follow-up runs on the session (or its runner died).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease: Option<Value>,
     #[serde(flatten)]
     extra: Map<String, Value>,
 }
 
+/// A run lease as the session file keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LeaseDto {
+    run_id: String,
+    hook_id: String,
+    owner: String,
+    #[serde(default)]
+    host: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner_pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner_start: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    child_pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    child_start: Option<u64>,
+    started_at: String,
+    expires_at: String,
+}
+
+fn process(pid: Option<u32>, start: Option<u64>) -> Option<ProcessRef> {
+    Some(ProcessRef {
+        pid: pid?,
+        start: start?,
+    })
+}
+
+impl LeaseDto {
+    fn from_lease(l: &RunLease) -> Self {
+        Self {
+            run_id: l.run_id.clone(),
+            hook_id: l.hook_id.to_string(),
+            owner: l.owner.clone(),
+            host: l.host.clone(),
+            owner_pid: l.owner_process.map(|p| p.pid),
+            owner_start: l.owner_process.map(|p| p.start),
+            child_pid: l.child.map(|p| p.pid),
+            child_start: l.child.map(|p| p.start),
+            started_at: stamp::format(l.started_at),
+            expires_at: stamp::format(l.expires_at),
+        }
+    }
+    fn to_lease(&self) -> Option<RunLease> {
+        Some(RunLease {
+            run_id: self.run_id.clone(),
+            hook_id: HookId::parse(&self.hook_id).ok()?,
+            owner: self.owner.clone(),
+            host: self.host.clone(),
+            owner_process: process(self.owner_pid, self.owner_start),
+            child: process(self.child_pid, self.child_start),
+            started_at: stamp::parse(&self.started_at)?,
+            expires_at: stamp::parse(&self.expires_at)?,
+        })
+    }
+}
+
+/// What [`SessionFiles::begin_run`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    Won,
+    Stamped {
+        at: Timestamp,
+    },
+    /// A lease is there, live or not: the caller judges it.
+    Held(RunLease),
+}
+
 impl SessionDto {
+    /// The lease, if there is one. A lease that cannot be read still holds the session
+    /// until it expires: it is shown as a lease of an unknown run that expired at once,
+    /// so the next fire records it and clears it.
+    fn lease(&self) -> Option<RunLease> {
+        let v = self.lease.as_ref()?;
+        serde_json::from_value::<LeaseDto>(v.clone())
+            .ok()
+            .and_then(|d| d.to_lease())
+            .or_else(|| {
+                Some(RunLease {
+                    run_id: "unreadable".to_owned(),
+                    hook_id: HookId::parse("unknown").ok()?,
+                    owner: "unknown".to_owned(),
+                    host: String::new(),
+                    owner_process: None,
+                    child: None,
+                    started_at: time::OffsetDateTime::UNIX_EPOCH,
+                    expires_at: time::OffsetDateTime::UNIX_EPOCH,
+                })
+            })
+    }
+    fn set_lease(&mut self, l: Option<&RunLease>) {
+        self.lease = l.and_then(|l| serde_json::to_value(LeaseDto::from_lease(l)).ok());
+    }
     fn to_state(&self) -> SessionState {
         SessionState {
             cwd: self.cwd.clone(),
@@ -207,6 +304,93 @@ impl SessionFiles {
         Ok(d.to_state())
     }
 
+    /// The session's state and its run lease, from one read.
+    pub fn read_with_lease(
+        &self,
+        session: &SessionId,
+    ) -> Result<(SessionState, Option<RunLease>), MetaError> {
+        let d = self.read_dto(session)?;
+        Ok((d.to_state(), d.lease()))
+    }
+
+    /// The atomic start of a run: when the session holds no lease and the lease's hook no
+    /// stamp, stamps the pair and takes the lease, durably. A lease found is handed back
+    /// for the caller to judge (a dead one is accounted for before the session is free).
+    pub fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError> {
+        let _lock = self.lock()?;
+        let mut d = self.read_dto(session)?;
+        if let Some(held) = d.lease() {
+            return Ok(Begin::Held(held));
+        }
+        if let Some(prev) = d.hooks.get(lease.hook_id.as_str()) {
+            return Ok(Begin::Stamped {
+                at: stamp::parse(prev).unwrap_or(lease.started_at),
+            });
+        }
+        d.session_id = Some(session.to_string());
+        d.hooks
+            .insert(lease.hook_id.to_string(), stamp::format(lease.started_at));
+        d.set_lease(Some(lease));
+        self.write_dto(session, &d, true)?;
+        Ok(Begin::Won)
+    }
+
+    /// Rewrites the lease of run `lease.run_id`; `false` if the session's lease is not
+    /// that run's any more.
+    pub fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
+        let _lock = self.lock()?;
+        let mut d = self.read_dto(session)?;
+        if d.lease().is_none_or(|l| l.run_id != lease.run_id) {
+            return Ok(false);
+        }
+        d.set_lease(Some(lease));
+        self.write_dto(session, &d, true)?;
+        Ok(true)
+    }
+
+    /// Clears the session's lease if run `run_id` holds it.
+    pub fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
+        let _lock = self.lock()?;
+        let mut d = self.read_dto(session)?;
+        if d.lease().is_some_and(|l| l.run_id == run_id) {
+            d.set_lease(None);
+            self.write_dto(session, &d, true)?;
+        }
+        Ok(())
+    }
+
+    /// Every session's lease. Reads only the files that mention one.
+    pub fn leases(&self) -> Result<Vec<(SessionId, RunLease)>, MetaError> {
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(&self.dir, "list", &e)),
+        };
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(id) = name
+                .strip_suffix(".json")
+                .and_then(|s| SessionId::parse(s).ok())
+            else {
+                continue;
+            };
+            let Ok(bytes) = fs::read(e.path()) else {
+                continue;
+            };
+            if !bytes.windows(7).any(|w| w == b"\"lease\"") {
+                continue;
+            }
+            if let Some(l) = serde_json::from_slice::<SessionDto>(&bytes)
+                .ok()
+                .and_then(|d| d.lease())
+            {
+                out.push((id, l));
+            }
+        }
+        Ok(out)
+    }
+
     /// Test-and-set of the (hook, session) stamp.
     pub fn stamp(
         &self,
@@ -253,7 +437,9 @@ impl SessionFiles {
                 .metadata()
                 .and_then(|m| m.modified())
                 .is_ok_and(|m| m < cutoff);
-            if old && !keep.contains(&id) {
+            // A session with a lease is never pruned: its run is not accounted for yet.
+            let leased = fs::read(e.path()).is_ok_and(|b| b.windows(7).any(|w| w == b"\"lease\""));
+            if old && !keep.contains(&id) && !leased {
                 fs::remove_file(e.path()).map_err(|err| io(&e.path(), "remove", &err))?;
                 removed.push(id);
             }

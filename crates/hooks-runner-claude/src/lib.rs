@@ -14,8 +14,8 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use hooks_core::ports::{RunRequest, Runner, RunnerError};
-use hooks_core::{RunOutcome, Status};
+use hooks_core::ports::{RunHandle, RunRequest, Runner, RunnerError};
+use hooks_core::{ProcessRef, RunOutcome, Status};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
@@ -132,6 +132,11 @@ impl ClaudeRunner {
         &self.config
     }
 
+    /// Starts a run and waits for it.
+    pub async fn run(&self, req: &RunRequest) -> Result<RunOutcome, RunnerError> {
+        Ok(self.start(req).await?.wait().await)
+    }
+
     /// `claude --version`, for `doctor`.
     pub async fn version(&self) -> Result<String, String> {
         let out = Command::new(&self.config.program)
@@ -154,9 +159,57 @@ impl ClaudeRunner {
     }
 }
 
+/// The start time of a process, from `/proc/<pid>/stat`.
+fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    hooks_core::parse_proc_stat(&text).map(|s| s.start)
+}
+
+/// Whether a process's environment names it a follow-up run of this app.
+fn is_follow_up(pid: u32) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let key = format!("{FOLLOW_UP_ENV}=");
+    env.split(|b| *b == 0)
+        .any(|v| v.starts_with(key.as_bytes()))
+}
+
+/// The processes of the group `group` led that are still there: same process group, started
+/// no earlier than its leader, and carrying the follow-up variable — so a reused pid or
+/// group id is never touched.
+pub fn leftovers(group: &ProcessRef) -> Vec<u32> {
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|t| hooks_core::parse_proc_stat(&t))
+                .is_some_and(|s| s.pgrp == group.pid && s.start >= group.start && s.is_alive())
+        })
+        .filter(|&pid| is_follow_up(pid))
+        .collect()
+}
+
+/// A run under way: the child, its output readers, and its group's guard.
+struct ClaudeRun {
+    child: tokio::process::Child,
+    process: Option<ProcessRef>,
+    pgid: u32,
+    group: GroupGuard,
+    out: tokio::task::JoinHandle<Captured>,
+    err: tokio::task::JoinHandle<Captured>,
+    started: Instant,
+    program: String,
+    config: RunnerConfig,
+}
+
 #[async_trait]
 impl Runner for ClaudeRunner {
-    async fn run(&self, req: &RunRequest) -> Result<RunOutcome, RunnerError> {
+    async fn start(&self, req: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
         // Values reach the command line only through the core's validated types, but check
         // the options once more here: this is the last line before a process is started.
         for v in req.prompt.options.to_args().iter().skip(1).step_by(2) {
@@ -190,8 +243,8 @@ impl Runner for ClaudeRunner {
             .kill_on_drop(true);
         // SAFETY: the closure runs in the child between fork and exec and only calls
         // prctl(2), which is async-signal-safe. It makes the kernel kill the child if the
-        // thread that started it dies (a daemon killed with SIGKILL), so a run never goes on
-        // unrecorded behind a dead daemon.
+        // thread that started it dies (a daemon killed with SIGKILL); what the child itself
+        // started is ended by the next daemon on the host, from the lease.
         #[cfg(target_os = "linux")]
         unsafe {
             cmd.pre_exec(|| {
@@ -208,7 +261,7 @@ impl Runner for ClaudeRunner {
             message: e.to_string(),
         })?;
         let pgid = child.id().unwrap_or(0);
-        let _group = GroupGuard(pgid);
+        let group = GroupGuard(pgid);
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             signal_group(pgid, libc::SIGKILL);
             return Err(RunnerError::Spawn {
@@ -218,14 +271,60 @@ impl Runner for ClaudeRunner {
         };
         let out = tokio::spawn(read_bounded(stdout, self.config.max_stdout));
         let err = tokio::spawn(read_bounded(stderr, self.config.max_stderr));
+        let process = start_time(pgid).map(|start| ProcessRef { pid: pgid, start });
+        Ok(Box::new(ClaudeRun {
+            child,
+            process,
+            pgid,
+            group,
+            out,
+            err,
+            started,
+            program,
+            config: self.config.clone(),
+        }))
+    }
 
+    async fn end_leftovers(&self, group: &ProcessRef) -> usize {
+        let pids = leftovers(group);
+        for &pid in &pids {
+            if let Ok(p) = libc::pid_t::try_from(pid) {
+                // SAFETY: kill(2) has no memory effects; the pid was checked just above to
+                // be a follow-up of the dead run's group.
+                unsafe {
+                    libc::kill(p, libc::SIGKILL);
+                }
+            }
+        }
+        pids.len()
+    }
+}
+
+#[async_trait]
+impl RunHandle for ClaudeRun {
+    fn process(&self) -> Option<ProcessRef> {
+        self.process
+    }
+
+    async fn wait(self: Box<Self>) -> RunOutcome {
+        let ClaudeRun {
+            mut child,
+            pgid,
+            group: _group,
+            out,
+            err,
+            started,
+            program,
+            config,
+            ..
+        } = *self;
         let mut timed_out = false;
-        let status = match tokio::time::timeout(self.config.timeout, child.wait()).await {
+        let status = match tokio::time::timeout(config.timeout, child.wait()).await {
             Ok(s) => s,
             Err(_) => {
                 timed_out = true;
                 signal_group(pgid, libc::SIGTERM);
-                match tokio::time::timeout(self.config.grace, child.wait()).await {
+                match tokio::time::timeout(config.grace, child.wait()).await {
                     Ok(s) => s,
                     Err(_) => {
                         signal_group(pgid, libc::SIGKILL);
@@ -248,29 +347,36 @@ impl Runner for ClaudeRunner {
         };
         let (stdout, stderr) = (collect(out).await, collect(err).await);
         let elapsed = started.elapsed();
-        let status = status.map_err(|e| RunnerError::Spawn {
-            program,
-            message: format!("waiting for it failed: {e}"),
-        })?;
+        let status = match status {
+            Ok(s) => s,
+            Err(e) => {
+                return RunOutcome {
+                    status: Some(Status::error(format!(
+                        "{program}: waiting for it failed: {e}"
+                    ))),
+                    ..RunOutcome::default()
+                };
+            }
+        };
 
         let mut outcome = parse_outcome(status.code(), &stdout.bytes, &stderr.bytes);
         if outcome.duration_ms.is_none() {
             outcome.duration_ms = Some(elapsed.as_millis() as u64);
         }
         if timed_out {
-            let t = self.config.timeout;
+            let t = config.timeout;
             outcome.status = Some(Status::error(format!(
                 "timed out after {}s and was stopped (SIGTERM, then SIGKILL after {}s)",
                 t.as_secs(),
-                self.config.grace.as_secs()
+                config.grace.as_secs()
             )));
         } else if stdout.dropped > 0 && outcome.status.as_ref().is_some_and(Status::is_ok) {
             // Unreachable in practice (the result is one object), kept for the record.
             outcome.status = Some(Status::error(format!(
                 "output over {} bytes was cut",
-                self.config.max_stdout
+                config.max_stdout
             )));
         }
-        Ok(outcome)
+        outcome
     }
 }

@@ -31,6 +31,7 @@ fn entry(s: &str, due: OffsetDateTime) -> PendingEntry {
         queued_at: Some(due),
         retries: 0,
         claim: None,
+        waiting: None,
     }
 }
 

@@ -345,6 +345,9 @@ pub struct PendingDto {
     pub claimed_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claim_expires_at: Option<String>,
+    /// Why the entry waits, while it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<WaitingDto>,
     /// Fields this project does not know. Not read with the entry (a flattened map makes
     /// every entry slow to parse); recovered from the stored bytes when an entry changes.
     #[serde(skip_deserializing, flatten)]
@@ -352,7 +355,7 @@ pub struct PendingDto {
 }
 
 /// The fields of a pending entry this project knows.
-pub const PENDING_FIELDS: [&str; 7] = [
+pub const PENDING_FIELDS: [&str; 8] = [
     "hookId",
     "sessionId",
     "dueAt",
@@ -360,7 +363,18 @@ pub const PENDING_FIELDS: [&str; 7] = [
     "retries",
     "claimedBy",
     "claimExpiresAt",
+    "waiting",
 ];
+
+/// Why a pending entry waits: `{"reason", "since", "open"}`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingDto {
+    pub reason: String,
+    pub since: String,
+    #[serde(default)]
+    pub open: bool,
+}
 
 impl PendingDto {
     pub fn to_entry(&self) -> Result<PendingEntry, ValidationError> {
@@ -390,6 +404,14 @@ impl PendingDto {
             queued_at: self.queued_at.as_deref().and_then(stamp::parse),
             retries,
             claim,
+            // A wait that cannot be read is dropped: the next fire decides afresh.
+            waiting: self.waiting.as_ref().and_then(|w| {
+                Some(Waiting {
+                    reason: w.reason.clone(),
+                    since: stamp::parse(&w.since)?,
+                    open: w.open,
+                })
+            }),
         })
     }
 
@@ -402,19 +424,36 @@ impl PendingDto {
             retries: Some(Value::from(e.retries)),
             claimed_by: e.claim.as_ref().map(|c| c.owner.clone()),
             claim_expires_at: e.claim.as_ref().map(|c| stamp::format(c.expires_at)),
+            waiting: e.waiting.as_ref().map(|w| WaitingDto {
+                reason: w.reason.clone(),
+                since: stamp::format(w.since),
+                open: w.open,
+            }),
             extra,
         }
     }
 }
 
-/// One line of `runs.jsonl`.
+/// One line of `runs.jsonl`. A run writes a line as it starts (no `finishedAt`, no
+/// `status`), one when its process is known (`pid`, `procStart`), and one when it ends; the
+/// lines share a `runId`. Lines of older logs have no `runId` and are whole in themselves.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunDto {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
     pub hook_id: String,
     pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// The follow-up's process: the leader of its process group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proc_start: Option<u64>,
     pub started_at: String,
-    pub finished_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
     pub status: Option<String>,
     pub exit_code: Option<i32>,
     pub completed: Option<bool>,
@@ -436,12 +475,17 @@ pub struct UsageDto {
 impl RunDto {
     pub fn from_record(r: &RunRecord) -> Self {
         let o = &r.outcome;
+        let done = r.finished_at.is_some() || o.status.is_some();
         Self {
+            run_id: r.run_id.clone(),
             hook_id: r.hook_id.to_string(),
             session_id: r.session_id.to_string(),
+            owner: r.owner.clone(),
+            pid: r.process.map(|p| p.pid),
+            proc_start: r.process.map(|p| p.start),
             started_at: stamp::format(r.started_at),
-            finished_at: stamp::format(r.finished_at),
-            status: Some(o.status().to_string()),
+            finished_at: r.finished_at.map(stamp::format),
+            status: done.then(|| o.status().to_string()),
             exit_code: o.exit_code,
             completed: o.completed,
             num_turns: o.num_turns,
@@ -457,11 +501,21 @@ impl RunDto {
     }
 
     pub fn to_record(&self) -> Option<RunRecord> {
+        let finished_at = match &self.finished_at {
+            Some(f) => Some(stamp::parse(f)?),
+            None => None,
+        };
         Some(RunRecord {
+            run_id: self.run_id.clone(),
             hook_id: HookId::parse(&self.hook_id).ok()?,
             session_id: SessionId::parse(&self.session_id).ok()?,
+            owner: self.owner.clone(),
+            process: match (self.pid, self.proc_start) {
+                (Some(pid), Some(start)) => Some(ProcessRef { pid, start }),
+                _ => None,
+            },
             started_at: stamp::parse(&self.started_at)?,
-            finished_at: stamp::parse(&self.finished_at)?,
+            finished_at,
             outcome: RunOutcome {
                 status: self.status.as_deref().map(Status::parse),
                 exit_code: self.exit_code,

@@ -462,9 +462,29 @@ impl HookStore for JsonStore {
         owner: &str,
         due: Timestamp,
         retries: u32,
+        waiting: Option<Waiting>,
     ) -> Result<(), StoreError> {
         self.change(|s| {
-            queue::requeue(&mut s.pending, key, owner, due, retries).map(|()| ((), true))
+            queue::requeue(&mut s.pending, key, owner, due, retries, waiting).map(|()| ((), true))
+        })
+    }
+
+    async fn wake(
+        &self,
+        session: &SessionId,
+        due_at: Timestamp,
+        open_only: bool,
+    ) -> Result<usize, StoreError> {
+        // Most calls find nothing waiting: look without the lock first, write nothing then.
+        let waits = |p: &PendingEntry| {
+            p.session_id == *session && p.waiting.as_ref().is_some_and(|w| w.open || !open_only)
+        };
+        if !self.read_state()?.pending.iter().any(waits) {
+            return Ok(0);
+        }
+        self.change(|s| {
+            let n = queue::wake(&mut s.pending, session, due_at, open_only);
+            Ok((n, n > 0))
         })
     }
 
@@ -531,12 +551,12 @@ impl HookStore for JsonStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&path, "read", &e)),
         };
-        let all: Vec<RunRecord> = text
+        let lines = text
             .lines()
             .filter_map(|l| serde_json::from_str::<RunDto>(l).ok())
             .filter_map(|d| d.to_record())
-            .filter(|r| filter.matches(r))
-            .collect();
+            .filter(|r| filter.matches(r));
+        let all = fold_runs(lines);
         let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
         Ok(all.into_iter().skip(skip).collect())
     }

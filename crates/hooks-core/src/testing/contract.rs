@@ -8,6 +8,7 @@ use std::sync::Arc;
 use time::{Duration, OffsetDateTime};
 
 use crate::decide::{EnqueueDecision, SkipReason};
+use crate::live::*;
 use crate::model::*;
 use crate::ports::*;
 
@@ -28,6 +29,7 @@ fn entry(hook: &HookId, session: &str, due: OffsetDateTime) -> PendingEntry {
         queued_at: Some(due),
         retries: 0,
         claim: None,
+        waiting: None,
     }
 }
 
@@ -51,6 +53,8 @@ pub async fn run_all(make: &dyn Fn() -> Arc<dyn HookStore>) {
     requeue_and_release(make().as_ref()).await;
     history_cap(make().as_ref()).await;
     run_log(make().as_ref()).await;
+    waits_and_wakes(make().as_ref()).await;
+    run_log_folds_a_run(make().as_ref()).await;
 }
 
 pub async fn crud(store: &dyn HookStore) {
@@ -364,7 +368,7 @@ pub async fn fencing(store: &dyn HookStore) {
     );
     assert!(
         matches!(
-            store.requeue(&key, "B", t0(), 1).await,
+            store.requeue(&key, "B", t0(), 1, None).await,
             Err(StoreError::Fenced(_))
         ),
         "requeue by a non-owner is refused"
@@ -442,7 +446,10 @@ pub async fn requeue_and_release(store: &dyn HookStore) {
         .expect("r claimed")
         .key();
     let later = t0() + Duration::seconds(60);
-    store.requeue(&key_s, "A", later, 3).await.expect("requeue");
+    store
+        .requeue(&key_s, "A", later, 3, None)
+        .await
+        .expect("requeue");
     store
         .release(std::slice::from_ref(&key_r), "A")
         .await
@@ -540,10 +547,13 @@ pub async fn run_log(store: &dyn HookStore) {
         .enumerate()
     {
         let rec = RunRecord {
+            run_id: None,
             hook_id: h.clone(),
             session_id: sid(s),
+            owner: None,
+            process: None,
             started_at: t0() + Duration::seconds(i as i64),
-            finished_at: t0() + Duration::seconds(i as i64 + 1),
+            finished_at: Some(t0() + Duration::seconds(i as i64 + 1)),
             outcome: RunOutcome {
                 status: Some(Status::Ok),
                 exit_code: Some(0),
@@ -594,4 +604,129 @@ pub async fn run_log(store: &dyn HookStore) {
         t0() + Duration::seconds(3),
         "limit keeps the newest"
     );
+}
+
+/// A waiting entry keeps why it waits; a wake makes it due and clears that, only for the
+/// kind of wait asked for, and writes nothing when nothing waits.
+pub async fn waits_and_wakes(store: &dyn HookStore) {
+    let h = new_hook(store, "h").await;
+    store
+        .enqueue(vec![
+            entry(&h.id, "open", t0()),
+            entry(&h.id, "busy", t0()),
+            entry(&h.id, "other", t0()),
+        ])
+        .await
+        .expect("enqueue");
+    let ttl = Duration::seconds(60);
+    let claimed = store.claim_due(t0(), "A", ttl, 10).await.expect("claim");
+    assert_eq!(claimed.len(), 3);
+    let far = t0() + Duration::hours(24);
+    let open = Waiting {
+        reason: "conversation open in claude, pid 7, interactive, idle".into(),
+        since: t0(),
+        open: true,
+    };
+    let busy = Waiting {
+        reason: "a follow-up is running on this session".into(),
+        since: t0(),
+        open: false,
+    };
+    for (s, w) in [("open", &open), ("busy", &busy)] {
+        let key = claimed
+            .iter()
+            .find(|p| p.session_id.as_str() == s)
+            .expect("claimed")
+            .key();
+        store
+            .requeue(&key, "A", far, 0, Some(w.clone()))
+            .await
+            .expect("requeue");
+    }
+    let find = |snap: &Snapshot, s: &str| {
+        snap.pending
+            .iter()
+            .find(|p| p.session_id.as_str() == s)
+            .cloned()
+            .expect("queued")
+    };
+    let snap = store.snapshot().await.expect("snapshot");
+    assert_eq!(
+        find(&snap, "open").waiting,
+        Some(open.clone()),
+        "the wait is kept"
+    );
+    assert_eq!(find(&snap, "open").retries, 0, "waiting uses no retry");
+    let soon = t0() + Duration::seconds(5);
+    assert_eq!(
+        store.wake(&sid("busy"), soon, true).await.expect("wake"),
+        0,
+        "an open-only wake leaves a wait for another run"
+    );
+    assert_eq!(store.wake(&sid("open"), soon, true).await.expect("wake"), 1);
+    assert_eq!(
+        store.wake(&sid("other"), soon, false).await.expect("wake"),
+        0,
+        "an entry that does not wait is not woken"
+    );
+    assert_eq!(
+        store.wake(&sid("busy"), soon, false).await.expect("wake"),
+        1
+    );
+    let snap = store.snapshot().await.expect("snapshot");
+    for s in ["open", "busy"] {
+        let p = find(&snap, s);
+        assert_eq!((p.due_at, p.waiting), (DueAt::At(soon), None), "{s} woken");
+    }
+    assert_eq!(
+        store.wake(&sid("open"), soon, true).await.expect("wake"),
+        0,
+        "a second wake finds nothing"
+    );
+}
+
+/// A run is logged when it starts and when it ends; `runs` shows it once, finished, and
+/// a run that only started shows as such.
+pub async fn run_log_folds_a_run(store: &dyn HookStore) {
+    let h = HookId::parse("h1").expect("id");
+    let started = RunRecord {
+        run_id: Some("me#1".into()),
+        hook_id: h.clone(),
+        session_id: sid("a"),
+        owner: Some("me".into()),
+        process: None,
+        started_at: t0(),
+        finished_at: None,
+        outcome: RunOutcome::default(),
+    };
+    let other = RunRecord {
+        run_id: Some("me#2".into()),
+        session_id: sid("b"),
+        ..started.clone()
+    };
+    let spawned = RunRecord {
+        process: Some(ProcessRef { pid: 42, start: 7 }),
+        ..started.clone()
+    };
+    let finished = RunRecord {
+        finished_at: Some(t0() + Duration::seconds(3)),
+        outcome: RunOutcome {
+            status: Some(Status::Ok),
+            cost_usd: Some(0.25),
+            ..RunOutcome::default()
+        },
+        ..spawned.clone()
+    };
+    for r in [&started, &other, &spawned, &finished] {
+        store.append_run(r).await.expect("append");
+    }
+    let all = store.runs(&RunFilter::default()).await.expect("runs");
+    assert_eq!(all.len(), 2, "one record per run: {all:?}");
+    assert_eq!(
+        all[0], finished,
+        "the lines of a run fold into its last word"
+    );
+    assert_eq!(all[1].finished_at, None);
+    assert_eq!(all[1].status_text(), "running");
+    assert_eq!(all[1].owner.as_deref(), Some("me"));
 }

@@ -175,3 +175,45 @@ async fn leftovers_of_a_finished_run_are_ended() {
         f.env.leftovers()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_started_run_names_its_process_and_leftovers_of_a_dead_runner_can_be_ended() {
+    // The follow-up starts a process of its own, then waits.
+    let f = fake("sleep 300 &\necho $! > \"$PWD/grandchild\"\nexec sleep 300");
+    let work = f.env.workdir("w");
+    let runner = runner_for(&f.env, &f.script, Duration::from_secs(600));
+    let handle = runner
+        .start(&request("abc-123", &work, "p", RunOptions::default()))
+        .await
+        .unwrap();
+    let p = handle.process().expect("the child is named");
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.pid)).unwrap();
+    assert_eq!(hooks_core::parse_proc_stat(&stat).unwrap().start, p.start);
+    assert!(wait_until(10, || work.join("grandchild").exists()));
+    assert!(wait_until(10, || f.env.leftovers().len() == 2));
+    // The runner dies without cleaning up: its guard is never run, and the child goes
+    // the way a parent-death signal would take it.
+    std::mem::forget(handle);
+    unsafe { libc::kill(p.pid as i32, libc::SIGKILL) };
+    assert!(
+        wait_until(10, || f.env.leftovers().len() == 1),
+        "{:?}",
+        f.env.leftovers()
+    );
+    let later = hooks_core::ProcessRef {
+        pid: p.pid,
+        start: p.start + 1_000_000,
+    };
+    assert_eq!(
+        runner.end_leftovers(&later).await,
+        0,
+        "a group led by another process with that pid is never touched"
+    );
+    assert_eq!(f.env.leftovers().len(), 1);
+    assert_eq!(runner.end_leftovers(&p).await, 1);
+    assert!(
+        wait_until(10, || f.env.leftovers().is_empty()),
+        "{:?}",
+        f.env.leftovers()
+    );
+}

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use hooks_core::Status;
-use hooks_core::ports::{Runner, RunnerError};
+use hooks_core::ports::RunnerError;
 use hooks_core::prompt::{RunOptions, parse_prompt};
 use hooks_testkit::{ClaudeEnv, MockApi, MockMode, claude_bin, wait_until};
 

@@ -48,6 +48,7 @@ fn main() -> ExitCode {
                         queued_at: Some(now),
                         retries: 0,
                         claim: None,
+                        waiting: None,
                     };
                     block_on(store.enqueue(vec![entry])).map_err(|e| e.to_string())?;
                 }

@@ -27,6 +27,7 @@ fn due_entry(session: &str, due: OffsetDateTime) -> PendingEntry {
         queued_at: Some(due),
         retries: 0,
         claim: None,
+        waiting: None,
     }
 }
 
@@ -320,10 +321,13 @@ async fn run_log_is_append_only_json_lines() {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonStore::open(dir.path(), now()).unwrap();
     let rec = RunRecord {
+        run_id: None,
         hook_id: post_task_id(),
         session_id: SessionId::parse("s1").unwrap(),
+        owner: None,
+        process: None,
         started_at: now(),
-        finished_at: now() + Duration::seconds(3),
+        finished_at: Some(now() + Duration::seconds(3)),
         outcome: RunOutcome {
             status: Some(Status::Ok),
             exit_code: Some(0),

@@ -1,0 +1,148 @@
+//! Who holds a session right now: a Claude Code process that has it open, or a follow-up
+//! run of this app under a run lease. Pure types and parsers; the adapters read `/proc` and
+//! Claude Code's `sessions/<pid>.json` files and hand the results in.
+
+use std::fmt;
+
+use time::Duration;
+
+use crate::model::HookId;
+use crate::stamp::Timestamp;
+
+/// A process named by its pid and its start time (clock ticks after boot, field 22 of
+/// `/proc/<pid>/stat`), so that a pid reused by another process is never mistaken for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ProcessRef {
+    pub pid: u32,
+    pub start: u64,
+}
+
+impl fmt::Display for ProcessRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {} (started at tick {})", self.pid, self.start)
+    }
+}
+
+/// What `/proc/<pid>/stat` says about a process, as far as this app needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// One letter: `R`, `S`, `D`, `Z` (zombie), `T`, …
+    pub state: char,
+    pub ppid: u32,
+    pub pgrp: u32,
+    pub start: u64,
+}
+
+impl ProcStat {
+    /// A zombie has exited: it holds nothing any more.
+    pub fn is_alive(&self) -> bool {
+        !matches!(self.state, 'Z' | 'X' | 'x')
+    }
+}
+
+/// Parses the text of `/proc/<pid>/stat`. The command name (field 2) is in parentheses and
+/// may itself hold spaces and parentheses, so the fields are counted after the last `)`.
+pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: 3 state, 4 ppid, 5 pgrp, …, 22 starttime → indexes 0, 1, 2, 19.
+    Some(ProcStat {
+        state: f.first()?.chars().next()?,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
+    })
+}
+
+/// A Claude Code process that has a session open, from its `sessions/<pid>.json` file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenSession {
+    pub pid: u32,
+    /// `interactive`, `sdk-cli`, …, as the file says; `None` when it says nothing.
+    pub kind: Option<String>,
+    /// `idle` or `busy`, as the file says.
+    pub status: Option<String>,
+}
+
+impl fmt::Display for OpenSession {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "pid {}", self.pid)?;
+        for v in [&self.kind, &self.status].into_iter().flatten() {
+            write!(f, ", {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The per-session run lease: while it is live, no other follow-up starts on the session.
+/// Taken together with the (hook, session) stamp, in one test-and-set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunLease {
+    /// Names the run in the run log.
+    pub run_id: String,
+    pub hook_id: HookId,
+    /// The claim owner of the process running it (`host:pid:nonce`).
+    pub owner: String,
+    pub host: String,
+    /// The process running it, when known.
+    pub owner_process: Option<ProcessRef>,
+    /// The follow-up's own process, the leader of its process group, once started.
+    pub child: Option<ProcessRef>,
+    pub started_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+/// Whether the process behind a lease is still there, as far as the adapter can tell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holder {
+    /// On this host, and its runner or its child is alive.
+    Alive,
+    /// On this host, and neither its runner nor its child is alive.
+    Gone,
+    /// On another host: only the lease's expiry tells.
+    Unknown,
+}
+
+/// A lease as found, with what the adapter saw of its holder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseInfo {
+    pub lease: RunLease,
+    pub holder: Holder,
+}
+
+impl LeaseInfo {
+    /// A lease is live while its holder is seen alive, or, when it cannot be seen, until
+    /// it expires.
+    pub fn is_live(&self, now: Timestamp) -> bool {
+        match self.holder {
+            Holder::Alive => true,
+            Holder::Gone => false,
+            Holder::Unknown => self.lease.expires_at > now,
+        }
+    }
+}
+
+/// Why an entry is waiting, kept on the entry so `pending` and `session` can show it.
+/// Waiting never uses up retries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    /// Shown to people: `conversation open in claude, pid 4242, interactive, idle`.
+    pub reason: String,
+    /// When the wait began; the open-wait limit counts from here.
+    pub since: Timestamp,
+    /// It waits for a Claude Code process to close the conversation (else for another
+    /// run on the session to end): once the conversation is closed, the entry is woken.
+    pub open: bool,
+}
+
+/// A span as people write it, e.g. `24h`, `90m`, `45s`.
+pub fn format_span(d: Duration) -> String {
+    let s = d.whole_seconds();
+    if s >= 3600 && s % 3600 == 0 {
+        format!("{}h", s / 3600)
+    } else if s >= 60 && s % 60 == 0 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}

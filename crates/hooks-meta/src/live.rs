@@ -1,0 +1,94 @@
+//! Who holds a session now, read from the system: processes by pid and start time from
+//! `/proc`, and the Claude Code processes that have a session open from
+//! `<claude-home>/sessions/<pid>.json`.
+//!
+//! Claude Code (2.1.x) keeps one such file per running process —
+//! `{"pid", "sessionId", "cwd", "procStart", "kind", "status", "updatedAt", …}` — and removes
+//! it when the process exits; a process killed with SIGKILL leaves its file behind. A file
+//! counts only when its process is alive and, where the file gives `procStart`, started at
+//! that tick: a stale file, or one whose pid now belongs to another process, means closed.
+//! The files are read leniently: unknown fields, other shapes and garbage are passed over.
+
+use std::fs;
+use std::path::Path;
+
+use hooks_core::{OpenSession, ProcStat, ProcessRef, SessionId, parse_proc_stat};
+use serde_json::Value;
+
+/// Claude Code's per-process files are small; anything much bigger is not one.
+const MAX_FILE_BYTES: u64 = 64 * 1024;
+
+/// What `/proc/<pid>/stat` says, if the process exists.
+pub fn proc_stat(pid: u32) -> Option<ProcStat> {
+    if pid == 0 {
+        return None;
+    }
+    parse_proc_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Whether `p` is alive: its pid exists, has not exited, and started at `p.start`.
+pub fn is_alive(p: &ProcessRef) -> bool {
+    proc_stat(p.pid).is_some_and(|s| s.is_alive() && s.start == p.start)
+}
+
+/// This process.
+pub fn this_process() -> Option<ProcessRef> {
+    let pid = std::process::id();
+    proc_stat(pid).map(|s| ProcessRef {
+        pid,
+        start: s.start,
+    })
+}
+
+/// A number, or a string holding one (CLI 2.1.197 writes `procStart` as a string).
+fn as_u64(v: &Value) -> Option<u64> {
+    match v {
+        Value::Number(n) => n.as_u64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// The open session one `sessions/<pid>.json` file describes, if it names `session` and
+/// its process is alive.
+fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
+    let meta = fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+        return None;
+    }
+    let v: Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    if v.get("sessionId")?.as_str()? != session.as_str() {
+        return None;
+    }
+    let pid = u32::try_from(as_u64(v.get("pid")?)?).ok()?;
+    let stat = proc_stat(pid)?;
+    if !stat.is_alive() {
+        return None;
+    }
+    if let Some(start) = v.get("procStart").and_then(as_u64)
+        && start != stat.start
+    {
+        return None;
+    }
+    let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    Some(OpenSession {
+        pid,
+        kind: text("kind"),
+        status: text("status"),
+    })
+}
+
+/// The live Claude Code process that has `session` open, if any, from the files in
+/// `<claude-home>/sessions/`. A missing folder means none.
+pub fn open_session(claude_home: &Path, session: &SessionId) -> Option<OpenSession> {
+    let dir = claude_home.join("sessions");
+    let mut found: Vec<OpenSession> = fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|e| from_file(&e.path(), session))
+        .collect();
+    // Several (a person's TUI and a headless run): the interactive one says more.
+    found.sort_by_key(|o| o.kind.as_deref() != Some("interactive"));
+    found.into_iter().next()
+}

@@ -1,0 +1,196 @@
+//! Open conversations from Claude Code's `sessions/<pid>.json`, and run leases, on real
+//! files and real processes.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use hooks_core::ports::{BeginRun, SessionMeta};
+use hooks_core::*;
+use hooks_meta::MetaStore;
+use hooks_meta::live::{is_alive, open_session, this_process};
+use time::OffsetDateTime;
+
+fn sid(s: &str) -> SessionId {
+    SessionId::parse(s).unwrap()
+}
+
+fn write(home: &Path, name: &str, body: &str) {
+    fs::create_dir_all(home.join("sessions")).unwrap();
+    fs::write(home.join("sessions").join(name), body).unwrap();
+}
+
+/// A pid that belonged to a process that has exited and been reaped.
+fn dead_pid() -> u32 {
+    let mut c = Command::new("true").spawn().unwrap();
+    let pid = c.id();
+    c.wait().unwrap();
+    pid
+}
+
+#[test]
+fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    let me = this_process().expect("this process is in /proc");
+    let s = sid("4f0e1c2a-open");
+    assert_eq!(open_session(home, &s), None, "no sessions folder: closed");
+    write(home, "garbage.json", "{not json");
+    write(home, "array.json", "[1, 2, 3]");
+    write(home, "huge.json", &"x".repeat(100_000));
+    write(
+        home,
+        "note.txt",
+        &format!("{{\"pid\": {}, \"sessionId\": \"{s}\"}}", me.pid),
+    );
+    write(
+        home,
+        "1.json",
+        &format!(
+            "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{}\"}}",
+            dead_pid(),
+            me.start
+        ),
+    );
+    write(
+        home,
+        "2.json",
+        &format!(
+            "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{}\", \"kind\": \"interactive\"}}",
+            me.pid,
+            me.start + 1
+        ),
+    );
+    write(
+        home,
+        "3.json",
+        &format!(
+            "{{\"pid\": {}, \"sessionId\": \"other\", \"procStart\": \"{}\"}}",
+            me.pid, me.start
+        ),
+    );
+    assert_eq!(
+        open_session(home, &s),
+        None,
+        "garbage, other shapes, a dead pid, a reused pid and another session: all closed"
+    );
+    write(
+        home,
+        "4.json",
+        &format!(
+            "{{\"pid\": {}, \"sessionId\": \"{s}\", \"cwd\": \"/w\", \"procStart\": \"{}\", \"kind\": \"interactive\", \"status\": \"busy\", \"future\": {{\"x\": 1}}}}",
+            me.pid, me.start
+        ),
+    );
+    assert_eq!(
+        open_session(home, &s),
+        Some(OpenSession {
+            pid: me.pid,
+            kind: Some("interactive".into()),
+            status: Some("busy".into())
+        })
+    );
+    assert_eq!(
+        open_session(home, &s).unwrap().to_string(),
+        "pid ".to_owned() + &me.pid.to_string() + ", interactive, busy"
+    );
+    // An older file without procStart, naming a live pid, counts as open.
+    fs::remove_file(home.join("sessions/4.json")).unwrap();
+    write(
+        home,
+        "5.json",
+        &format!("{{\"pid\": \"{}\", \"sessionId\": \"{s}\"}}", me.pid),
+    );
+    assert_eq!(open_session(home, &s).map(|o| o.pid), Some(me.pid));
+}
+
+fn lease(run: &str, owner: Option<ProcessRef>, host: &str) -> RunLease {
+    let now = OffsetDateTime::from_unix_timestamp(1_796_199_477).unwrap();
+    RunLease {
+        run_id: run.into(),
+        hook_id: HookId::parse("post-task").unwrap(),
+        owner: "vm:1:2".into(),
+        host: host.into(),
+        owner_process: owner,
+        child: None,
+        started_at: now,
+        expires_at: now + time::Duration::seconds(90),
+    }
+}
+
+#[tokio::test]
+async fn the_run_lease_is_a_test_and_set_with_the_stamp_and_judged_by_its_processes() {
+    let d = tempfile::tempdir().unwrap();
+    let meta = MetaStore::new(d.path(), d.path()).with_host("here");
+    let s = sid("leased");
+    let me = this_process().unwrap();
+    let mine = lease("a#1", Some(me), "here");
+    let now = mine.started_at;
+    assert_eq!(meta.begin_run(&s, &mine, now).await.unwrap(), BeginRun::Won);
+    let facts = meta.facts(&s).await.unwrap();
+    assert_eq!(facts.state.stamps.len(), 1, "stamped with the lease");
+    assert_eq!(facts.lease.as_ref().map(|l| l.holder), Some(Holder::Alive));
+    let other = RunLease {
+        hook_id: HookId::parse("other").unwrap(),
+        ..lease("b#1", None, "here")
+    };
+    assert!(
+        matches!(meta.begin_run(&s, &other, now).await.unwrap(), BeginRun::Busy(l) if l.lease.run_id == "a#1"),
+        "one run per session, whatever the hook"
+    );
+    assert!(
+        !meta.update_lease(&s, &other).await.unwrap(),
+        "not b's lease"
+    );
+    let with_child = RunLease {
+        child: Some(me),
+        ..mine.clone()
+    };
+    assert!(meta.update_lease(&s, &with_child).await.unwrap());
+    assert_eq!(meta.leases().await.unwrap()[0].1.lease, with_child);
+    meta.end_lease(&s, "b#1").await.unwrap();
+    assert!(
+        meta.facts(&s).await.unwrap().lease.is_some(),
+        "only its run ends it"
+    );
+    meta.end_lease(&s, "a#1").await.unwrap();
+    assert_eq!(meta.facts(&s).await.unwrap().lease, None);
+    assert!(meta.leases().await.unwrap().is_empty());
+    assert!(
+        matches!(
+            meta.begin_run(&s, &mine, now).await.unwrap(),
+            BeginRun::Stamped { .. }
+        ),
+        "the stamp outlives the lease: never twice"
+    );
+    assert_eq!(
+        meta.begin_run(&s, &other, now).await.unwrap(),
+        BeginRun::Won
+    );
+
+    // What the holder looks like from here.
+    let gone = ProcessRef {
+        pid: dead_pid(),
+        start: me.start,
+    };
+    assert!(!is_alive(&gone));
+    let reused = ProcessRef {
+        pid: me.pid,
+        start: me.start + 1,
+    };
+    for (l, want) in [
+        (lease("x", Some(me), "here"), Holder::Alive),
+        (lease("x", Some(gone), "here"), Holder::Gone),
+        (lease("x", Some(reused), "here"), Holder::Gone),
+        (
+            RunLease {
+                child: Some(me),
+                ..lease("x", Some(gone), "here")
+            },
+            Holder::Alive,
+        ),
+        (lease("x", Some(gone), "elsewhere"), Holder::Unknown),
+    ] {
+        assert_eq!(meta.judge(l.clone()).holder, want, "{l:?}");
+    }
+}
