@@ -57,8 +57,14 @@ fn install_merges_keeps_everything_else_and_is_idempotent() {
     // Switching the trigger replaces our entries, never the others.
     app.ok(&["install", "--trigger", "stop"]);
     let v: Value = serde_json::from_slice(&std::fs::read(settings(&app)).unwrap()).unwrap();
-    assert!(v["hooks"].get("SessionEnd").is_none());
     assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 2);
+    let end = v["hooks"]["SessionEnd"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        end.ends_with(" claude-hook"),
+        "with the stop trigger, SessionEnd only wakes what waits: {end}"
+    );
 
     let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
     assert!(doctor.contains("ok   hook installed"), "{doctor}");

@@ -5,6 +5,7 @@
 mod bad_input;
 mod flow;
 mod install;
+mod interactive;
 mod reliability;
 mod support;
 mod tour;

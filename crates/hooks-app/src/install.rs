@@ -3,7 +3,9 @@
 //! Every other setting and hook is kept, in its order. Running `install` twice changes
 //! nothing; an invalid settings file is refused and left as it was; `--dry-run` shows the
 //! change and makes none. Entries of this app are recognised by their command: a program
-//! named `hooks-app` followed by `claude-hook`.
+//! named `hooks-app` followed by `claude-hook`. With the `stop` trigger, a `SessionEnd`
+//! entry without `--on` is added too: it only wakes follow-ups waiting for the
+//! conversation to be closed.
 
 use std::path::{Path, PathBuf};
 
@@ -184,6 +186,10 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
             "SessionEnd",
             format!("{base} claude-hook --on session-end"),
         );
+    } else {
+        // A conversation being closed wakes the follow-ups that wait for it, so they run
+        // within seconds of the person's /exit. This entry never queues anything.
+        add(&mut after, "SessionEnd", format!("{base} claude-hook"));
     }
     // Keep a settings file that already had our entries, in the same places, unchanged.
     let after = if same_entries(&before, &after) {

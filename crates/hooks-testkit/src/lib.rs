@@ -9,12 +9,14 @@
 //! - [`leftover_processes`]: the processes still running with a test's marker.
 
 mod mock;
+mod tui;
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 pub use mock::{MockApi, MockMode};
+pub use tui::Tui;
 
 /// The Claude Code version the tests run against.
 pub const CLAUDE_VERSION: &str = "2.1.197";

@@ -4,6 +4,8 @@
 //! `MOCK REPLY #n`, followed by a line `DONE` when the last user message holds `SAY_DONE`,
 //! `COMPLETED` when it holds `SAY_COMPLETED`, or the configured final line. A last user
 //! message holding `USE_TOOL` gets a tool call instead (so `--max-turns 1` is reached).
+//! A last user message holding `SLOW_REPLY` is answered only after the slow delay
+//! ([`MockApi::set_slow`], 8 s unless set): a turn that takes a while, as real ones do.
 //! In [`MockMode::Hang`] requests are read and never answered.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -34,6 +36,7 @@ struct Shared {
     usage: Mutex<(u64, u64, u64)>,
     requests: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
+    slow: Mutex<std::time::Duration>,
     stop: AtomicBool,
 }
 
@@ -53,6 +56,7 @@ impl MockApi {
             usage: Mutex::new((100, 2000, 30_000)),
             requests: AtomicUsize::new(0),
             bodies: Mutex::new(Vec::new()),
+            slow: Mutex::new(std::time::Duration::from_secs(8)),
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
@@ -84,6 +88,14 @@ impl MockApi {
     /// input, cache creation and cache read tokens of every reply.
     pub fn set_usage(&self, input: u64, cache_creation: u64, cache_read: u64) {
         *self.shared.usage.lock().expect("usage") = (input, cache_creation, cache_read);
+    }
+    /// How long a `SLOW_REPLY` turn takes.
+    pub fn set_slow(&self, d: std::time::Duration) {
+        *self.shared.slow.lock().expect("slow") = d;
+    }
+    /// Whether some messages request so far holds `text` anywhere.
+    pub fn saw(&self, text: &str) -> bool {
+        self.bodies().iter().any(|b| b.to_string().contains(text))
     }
     /// Messages requests answered or hung so far (count_tokens excluded).
     pub fn requests(&self) -> usize {
@@ -191,6 +203,10 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             ("message_stop", json!({"type": "message_stop"})),
         ];
         return respond_sse(&mut w, &events);
+    }
+    if last_user.contains("SLOW_REPLY") {
+        let d = *s.slow.lock().expect("slow");
+        thread::sleep(d);
     }
     let mut text = format!("MOCK REPLY #{n} (messages in request: {})", msgs.len());
     if last_user.contains("SAY_DONE") {

@@ -1,0 +1,136 @@
+//! The interactive `claude` TUI in a pseudo-terminal, driven through tmux on a private
+//! server socket (its own `-L` name, no config file), so a test sees the screen a person
+//! would see and types as they would.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use crate::{ClaudeEnv, claude_bin, mock, wait_until};
+
+/// One TUI in its own tmux server. The server (and the TUI, if still there) is ended when
+/// this is dropped.
+pub struct Tui {
+    socket: String,
+    /// The pid of the `claude` process (the pane's process).
+    pub pid: u32,
+}
+
+fn tmux(socket: &str, args: &[&str]) -> Output {
+    Command::new("tmux")
+        .args(["-L", socket, "-f", "/dev/null"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("tmux runs (install tmux)")
+}
+
+/// Marks `cwd` onboarded and trusted and the dummy key approved, so the TUI starts at its
+/// prompt instead of asking. Written where Claude Code looks with `CLAUDE_CONFIG_DIR` set
+/// and without.
+fn pre_accept(env: &ClaudeEnv, cwd: &Path) {
+    let key = env
+        .vars()
+        .into_iter()
+        .find(|(k, _)| k == "ANTHROPIC_API_KEY")
+        .map(|(_, v)| v)
+        .unwrap_or_default();
+    let cwd = cwd.to_string_lossy().into_owned();
+    let v = serde_json::json!({
+        "hasCompletedOnboarding": true,
+        "customApiKeyResponses": {"approved": [key]},
+        "projects": {cwd: {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
+    });
+    for p in [
+        env.home().join(".claude.json"),
+        env.claude_home().join(".claude.json"),
+    ] {
+        std::fs::write(p, v.to_string()).expect("write .claude.json");
+    }
+}
+
+impl Tui {
+    /// Starts `claude` (no arguments) in `cwd` with the environment of `env`, and waits
+    /// for its prompt.
+    pub fn start(env: &ClaudeEnv, cwd: &Path) -> Self {
+        pre_accept(env, cwd);
+        let socket = format!("hooks-test-{}-{}", std::process::id(), mock::unique());
+        let mut args: Vec<String> = vec![
+            "new-session".into(),
+            "-d".into(),
+            "-s".into(),
+            "main".into(),
+            "-x".into(),
+            "160".into(),
+            "-y".into(),
+            "50".into(),
+            "-c".into(),
+            cwd.to_string_lossy().into_owned(),
+        ];
+        for (k, v) in env.vars() {
+            args.push("-e".into());
+            args.push(format!("{k}={v}"));
+        }
+        args.push("--".into());
+        args.push(claude_bin().to_string_lossy().into_owned());
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = tmux(&socket, &refs);
+        assert!(
+            o.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let pid = String::from_utf8_lossy(
+            &tmux(&socket, &["display", "-p", "-t", "main", "#{pane_pid}"]).stdout,
+        )
+        .trim()
+        .parse()
+        .expect("the pane's pid");
+        let t = Self { socket, pid };
+        assert!(
+            t.wait_for(60, "for shortcuts"),
+            "the TUI came up: {}",
+            t.screen()
+        );
+        t
+    }
+
+    /// The screen as text.
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(&tmux(&self.socket, &["capture-pane", "-p", "-t", "main"]).stdout)
+            .into_owned()
+    }
+
+    /// Waits up to `secs` for `text` to be on the screen.
+    pub fn wait_for(&self, secs: u64, text: &str) -> bool {
+        wait_until(secs, || self.screen().contains(text))
+    }
+
+    /// Types `text`, then Enter.
+    pub fn type_line(&self, text: &str) {
+        tmux(&self.socket, &["send-keys", "-t", "main", "-l", text]);
+        // A separate key event: typed in one go with the text, Enter can land in a paste.
+        wait_until(5, || self.screen().contains(text));
+        tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
+    }
+
+    /// Whether the `claude` process is still there.
+    pub fn alive(&self) -> bool {
+        // A zombie (exited, not reaped yet by tmux) is gone too.
+        std::fs::read_to_string(format!("/proc/{}/stat", self.pid))
+            .is_ok_and(|s| !s.contains(") Z "))
+    }
+
+    /// Sends `sig` to the `claude` process.
+    pub fn signal(&self, sig: libc::c_int) {
+        // SAFETY: kill(2) on the pid of the process this test started in its pane.
+        unsafe {
+            libc::kill(self.pid as libc::pid_t, sig);
+        }
+    }
+}
+
+impl Drop for Tui {
+    fn drop(&mut self) {
+        tmux(&self.socket, &["kill-server"]);
+    }
+}

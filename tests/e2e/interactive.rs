@@ -1,0 +1,213 @@
+//! The interactive TUI of the real `claude`, in a pseudo-terminal: a conversation a person
+//! still has open is never resumed; once they exit (or their claude is killed), the
+//! follow-up runs within seconds, on a transcript that never forked.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use hooks_testkit::{Tui, wait_until};
+use serde_json::Value;
+
+use crate::support::*;
+
+/// Sets up a user with the hook installed and a daemon serving; the post-task delay is
+/// 2 s and the quiet period 1 s, so without the open-session rule it would fire at once.
+fn user() -> (App, std::process::Child) {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    (app, serve)
+}
+
+fn stop(serve: std::process::Child) -> String {
+    signal(&serve, libc::SIGTERM);
+    let out = serve.wait_with_output().unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn session_of(app: &App) -> String {
+    assert!(
+        wait_until(60, || app.pending().len() == 1),
+        "the TUI's Stop hook queued the follow-up"
+    );
+    app.pending()[0]["sessionId"].as_str().unwrap().to_owned()
+}
+
+fn waiting_reason(app: &App) -> Option<String> {
+    app.pending()
+        .first()
+        .and_then(|p| p["waiting"]["reason"].as_str().map(str::to_owned))
+}
+
+/// The transcript's records, parsed.
+fn records(app: &App, sid: &str) -> Vec<Value> {
+    let t = app.env.transcript(sid).expect("the transcript");
+    std::fs::read_to_string(t)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A person's (or a follow-up's) prompt: a user record whose content is text, not a tool
+/// result.
+fn is_user_turn(r: &Value) -> bool {
+    r["type"] == "user"
+        && r["isMeta"] != true
+        && match &r["message"]["content"] {
+            Value::String(_) => true,
+            Value::Array(blocks) => blocks.iter().all(|b| b["type"] == "text"),
+            _ => false,
+        }
+}
+
+/// The parents that more than one user turn hangs under: a fork.
+fn forks(records: &[Value]) -> Vec<String> {
+    let mut by_parent: HashMap<String, usize> = HashMap::new();
+    for r in records.iter().filter(|r| is_user_turn(r)) {
+        if let Some(p) = r["parentUuid"].as_str() {
+            *by_parent.entry(p.to_owned()).or_default() += 1;
+        }
+    }
+    by_parent
+        .into_iter()
+        .filter(|(_, n)| *n > 1)
+        .map(|(p, _)| p)
+        .collect()
+}
+
+#[test]
+fn an_open_tui_conversation_is_never_resumed_and_is_followed_up_once_the_person_exits() {
+    let (app, serve) = user();
+    let tui = Tui::start(&app.env, &app.proj);
+    tui.type_line("build the feature SAY_DONE");
+    let sid = session_of(&app);
+
+    // Past the delay and the quiet period, the daemon decides: the conversation is open.
+    let want = format!("conversation open in claude, pid {}, interactive", tui.pid);
+    assert!(
+        wait_until(30, || waiting_reason(&app)
+            .is_some_and(|r| r.starts_with(&want))),
+        "waits for the open conversation: {:?}\n{}",
+        app.pending(),
+        tui.screen()
+    );
+    assert!(app.runs().is_empty(), "nothing ran");
+    let shown = app.ok(&["pending"]);
+    assert!(shown.contains(&format!("waiting: {want}")), "{shown}");
+    let session = app.ok(&["session", &sid]);
+    assert!(session.contains("open in claude, pid"), "{session}");
+
+    // The person goes on with a turn that takes a while: still nothing runs, and the
+    // conversation shows as busy while it goes on.
+    app.api.set_slow(Duration::from_secs(6));
+    tui.type_line("and one more thing SLOW_REPLY");
+    assert!(wait_until(30, || app.api.saw("one more thing SLOW_REPLY")));
+    assert!(
+        wait_until(5, || app.json(&["session", &sid])["openIn"]["status"]
+            == "busy"),
+        "{}",
+        app.ok(&["session", &sid])
+    );
+    let turn_requests = app.api.requests();
+    assert!(
+        wait_until(30, || records(&app, &sid)
+            .iter()
+            .filter(|r| r["type"] == "assistant")
+            .count()
+            >= 2),
+        "the slow reply lands in the TUI"
+    );
+    assert!(app.runs().is_empty(), "no run during the person's turn");
+    assert_eq!(app.pending().len(), 1);
+    assert!(turn_requests >= 2);
+
+    // The person exits: the SessionEnd hook wakes the follow-up, which runs at once.
+    tui.type_line("/exit");
+    assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+    let exited = Instant::now();
+    assert!(
+        wait_until(60, || app
+            .runs()
+            .first()
+            .is_some_and(|r| r["status"] == "ok")),
+        "the follow-up ran after the exit: {:?} {:?}",
+        app.runs(),
+        app.pending()
+    );
+    let took = exited.elapsed();
+    let log = stop(serve);
+    assert!(
+        took < Duration::from_secs(20),
+        "ran {took:?} after the exit (the quiet period is 1 s): {log}"
+    );
+    assert!(app.pending().is_empty());
+    assert_eq!(app.runs().len(), 1, "once");
+
+    let recs = records(&app, &sid);
+    assert_eq!(
+        forks(&recs),
+        Vec::<String>::new(),
+        "no fork in the transcript"
+    );
+    let turns: Vec<&Value> = recs.iter().filter(|r| is_user_turn(r)).collect();
+    assert!(
+        turns
+            .last()
+            .is_some_and(|t| t.to_string().contains("tidy-up pass")),
+        "the follow-up is the last turn, after the person's: {turns:?}"
+    );
+    let last_request = app.api.bodies().last().cloned().unwrap();
+    assert!(
+        last_request
+            .to_string()
+            .contains("one more thing SLOW_REPLY"),
+        "the follow-up saw the whole conversation"
+    );
+}
+
+#[test]
+fn a_killed_tui_is_noticed_without_a_session_end_and_then_followed_up() {
+    let (app, serve) = user();
+    let tui = Tui::start(&app.env, &app.proj);
+    tui.type_line("build the feature SAY_DONE");
+    session_of(&app);
+    assert!(
+        wait_until(30, || waiting_reason(&app)
+            .is_some_and(|r| r.starts_with("conversation open in claude"))),
+        "{:?}",
+        app.pending()
+    );
+    let live_file = app
+        .env
+        .claude_home()
+        .join(format!("sessions/{}.json", tui.pid));
+    assert!(live_file.exists());
+    tui.signal(libc::SIGKILL);
+    assert!(wait_until(10, || !tui.alive()));
+    assert!(
+        live_file.exists(),
+        "kill -9 leaves Claude Code's session file behind"
+    );
+    let killed = Instant::now();
+    assert!(
+        wait_until(60, || app
+            .runs()
+            .first()
+            .is_some_and(|r| r["status"] == "ok")),
+        "{:?} {:?}",
+        app.runs(),
+        app.pending()
+    );
+    let took = killed.elapsed();
+    let log = stop(serve);
+    assert!(
+        took < Duration::from_secs(20),
+        "noticed after {took:?}: {log}"
+    );
+    assert!(log.contains("conversations were closed"), "{log}");
+    assert_eq!(app.runs().len(), 1);
+}
