@@ -37,8 +37,7 @@ fn a_finished_conversation_is_followed_up_once() {
 
     let serve = app.spawn(&["serve", "--quiet-period", "1"]);
     let fired = wait_until(60, || {
-        std::fs::read_to_string(app.data_dir().join("runs.jsonl"))
-            .is_ok_and(|t| t.lines().count() == 1)
+        app.runs().iter().any(|r| r["finishedAt"].is_string())
     });
     signal(&serve, libc::SIGTERM);
     let out = serve.wait_with_output().unwrap();

@@ -97,8 +97,10 @@ fn kill_9_of_serve_during_a_run_loses_nothing_and_repeats_nothing() {
         .env("FAKE_HANG", "1")
         .spawn()
         .unwrap();
+    // Killed once the run log names the run's process (what `runs` shows a user).
     assert!(
-        wait_until(30, || app.fake_log().len() == 1),
+        wait_until(30, || app.fake_log().len() == 1
+            && app.runs().first().is_some_and(|r| r["pid"].is_u64())),
         "the run started"
     );
     signal(&serve, libc::SIGKILL);
