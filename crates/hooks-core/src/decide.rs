@@ -149,7 +149,8 @@ impl fmt::Display for NotReady {
 /// The outcome of the fire decision for one claimed entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FireDecision {
-    /// Remove the entry and record nothing (the hook is gone or switched off).
+    /// Remove the entry and record nothing (the hook is gone or switched off, or the run it
+    /// asks for is already on the hook).
     Drop,
     /// Remove the entry and record this status on the hook, without running.
     Finish(Status),
@@ -226,6 +227,12 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         };
     }
     if let Some(at) = i.facts.state.stamps.get(&hook.id) {
+        // The run that set the stamp is on the hook already (a runner that lost its claim
+        // records its own result): a second record would only hide it.
+        let session = i.entry.session_id.as_str();
+        if hook.history.entries().iter().any(|e| e.session == session) {
+            return FireDecision::Drop;
+        }
         return FireDecision::Finish(Status::skipped(
             SkipReason::AlreadyRan { at: *at }.to_string(),
         ));

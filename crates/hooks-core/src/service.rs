@@ -511,6 +511,10 @@ impl Service {
             }
         };
         self.ports.meta.end_lease(session, &lease.run_id).await?;
+        // What waited for that run may go once the transcript is quiet again, as after a
+        // run that ended well.
+        let due = self.now() + self.config.policy.quiet_period;
+        self.ports.store.wake(session, due, false).await?;
         Ok(status)
     }
 

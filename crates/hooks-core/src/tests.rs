@@ -503,6 +503,8 @@ fn fire_decision_table() {
         max_context: ContextCap::NONE,
         ..base.clone()
     };
+    let mut recorded = base.clone();
+    recorded.history.push(now, "s1");
     let quiet = SessionFacts {
         state: SessionState::default(),
         transcript: Some(transcript(60, Some(1000), false)),
@@ -597,6 +599,15 @@ fn fire_decision_table() {
             false,
             None,
             skipped("already ran for this session at 2026-11-30T00:53:20+0000"),
+        ),
+        (
+            "stamped by a run its hook already records",
+            Some(&recorded),
+            &stamped,
+            0,
+            false,
+            None,
+            FireDecision::Drop,
         ),
         (
             "active",
@@ -1524,4 +1535,39 @@ async fn a_dead_runners_lease_is_recorded_as_interrupted_and_blocks_nothing_afte
     assert_eq!(hook.history.entries().len(), 1);
     assert_eq!(w.meta.lease(&sid("s1")), None);
     assert!(w.store.snapshot().await.unwrap().pending.is_empty());
+}
+
+#[tokio::test]
+async fn the_end_of_a_dead_run_wakes_what_waited_for_it() {
+    let w = world();
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta
+        .set_transcript(&sid("s1"), transcript(60, Some(1000), false));
+    // Another hook's run holds the session; its daemon is alive, so post-task waits.
+    let other = RunLease {
+        host: w.service.config().host.clone(),
+        ..lease("other", "dead-daemon")
+    };
+    w.meta.put_lease(&sid("s1"), other.clone());
+    w.clock.advance(Duration::seconds(10));
+    let r = fire_all(&w).await;
+    let FireAction::Waiting { due_at, .. } = &r[0].action else {
+        panic!("{r:?}");
+    };
+    assert_eq!(*due_at, w.clock.now() + Policy::default().retry_delay);
+
+    // Its daemon dies; whoever accounts for the run lets post-task go after the quiet period
+    // rather than at its next retry.
+    w.meta.owner_gone("dead-daemon");
+    w.clock.advance(Duration::seconds(1));
+    let found = w.service.recover_dead_runs().await.unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].2, Some(interrupted()));
+    let pending = w.store.snapshot().await.unwrap().pending;
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        pending[0].due_at,
+        DueAt::At(w.clock.now() + Policy::default().quiet_period)
+    );
+    assert_eq!(w.meta.lease(&sid("s1")), None);
 }
