@@ -527,9 +527,10 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         );
     }
     for p in &pending {
-        let state = match &p.waiting {
-            Some(w) => format!("waiting: {}", w.reason),
-            None => format!("due at {}", p.due_at),
+        let state = match (&p.claim, &p.waiting) {
+            (Some(c), _) if c.expires_at > now => format!("claimed by {}", c.owner),
+            (_, Some(w)) => format!("waiting: {}", w.reason),
+            _ => format!("due at {}", p.due_at),
         };
         println!("{:<16}{} {state}", "pending", p.hook_id);
     }
