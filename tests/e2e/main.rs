@@ -3,6 +3,7 @@
 //! `claude` script where the real one is not needed.
 
 mod bad_input;
+mod chaos;
 mod flow;
 mod install;
 mod interactive;

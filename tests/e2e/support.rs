@@ -30,7 +30,8 @@ impl App {
         }
     }
 
-    /// With a fake `claude` script: it appends `<session> <hook>` to `fake.log`, becomes a
+    /// With a fake `claude` script: it appends `<session> <hook>` to `fake.log` and
+    /// `start|end <session> <hook> <daemon pid> <unix ns>` to `spans.log`, becomes a
     /// process that never ends when `$FAKE_HANG` is set, waits `$FAKE_SECONDS` seconds if
     /// set (its behaviour under test, not synchronisation), and prints a successful result
     /// ending with COMPLETED.
@@ -42,9 +43,13 @@ impl App {
         write_script(
             &claude,
             &format!(
-                "#!/bin/sh\necho \"$3 $HOOKS_APP_FOLLOW_UP\" >> '{}'\n[ -n \"$FAKE_HANG\" ] && exec sleep 100000\n[ -n \"$FAKE_SECONDS\" ] && sleep \"$FAKE_SECONDS\"\n\
+                "#!/bin/sh\necho \"$3 $HOOKS_APP_FOLLOW_UP\" >> '{log}'\n\
+                 echo \"start $3 $HOOKS_APP_FOLLOW_UP $PPID $(date +%s%N)\" >> '{spans}'\n\
+                 [ -n \"$FAKE_HANG\" ] && exec sleep 100000\n[ -n \"$FAKE_SECONDS\" ] && sleep \"$FAKE_SECONDS\"\n\
+                 echo \"end $3 $HOOKS_APP_FOLLOW_UP $PPID $(date +%s%N)\" >> '{spans}'\n\
                  printf '%s\\n' '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"tidied\\nCOMPLETED\",\"num_turns\":1,\"total_cost_usd\":0.01,\"session_id\":\"'\"$3\"'\",\"usage\":{{\"input_tokens\":1,\"cache_creation_input_tokens\":2,\"cache_read_input_tokens\":3,\"output_tokens\":4}}}}'\n",
-                env.dir.path().join("fake.log").display()
+                log = env.dir.path().join("fake.log").display(),
+                spans = env.dir.path().join("spans.log").display(),
             ),
         );
         Self {
@@ -68,6 +73,34 @@ impl App {
         std::fs::read_to_string(self.env.dir.path().join("fake.log"))
             .map(|t| t.lines().map(str::to_owned).collect())
             .unwrap_or_default()
+    }
+
+    /// The fake's runs as they started and ended, in order of their start.
+    pub fn spans(&self) -> Vec<Span> {
+        let text =
+            std::fs::read_to_string(self.env.dir.path().join("spans.log")).unwrap_or_default();
+        let mut spans: Vec<Span> = Vec::new();
+        for line in text.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            let [what, session, hook, daemon, ns] = f[..] else {
+                panic!("a spans.log line of five fields: {line:?}");
+            };
+            let (daemon, ns) = (daemon.parse().unwrap(), ns.parse().unwrap());
+            if what == "start" {
+                spans.push(Span {
+                    session: session.to_owned(),
+                    hook: hook.to_owned(),
+                    daemon,
+                    start: ns,
+                    end: None,
+                });
+            } else if let Some(s) = spans.iter_mut().find(|s| {
+                s.end.is_none() && s.session == session && s.hook == hook && s.daemon == daemon
+            }) {
+                s.end = Some(ns);
+            }
+        }
+        spans
     }
 
     pub fn cmd(&self, args: &[&str]) -> Command {
@@ -153,6 +186,17 @@ impl App {
             .unwrap();
         p
     }
+}
+
+/// One run of the fake `claude`: nanoseconds since the epoch; no end when it was killed.
+#[derive(Debug, Clone)]
+pub struct Span {
+    pub session: String,
+    pub hook: String,
+    /// The daemon that ran it (the fake's parent).
+    pub daemon: u32,
+    pub start: u128,
+    pub end: Option<u128>,
 }
 
 /// Sends a signal to a process this test started.
