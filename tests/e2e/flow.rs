@@ -150,18 +150,32 @@ fn a_conversation_still_being_written_is_retried_not_fired() {
 fn a_subagent_conversation_is_skipped() {
     let app = App::real();
     app.ok(&["init"]);
-    // A legacy subagent transcript (agent-*.jsonl beside the session files), read from the
-    // shared fixtures and placed in the scratch Claude home.
-    let src = hooks_testkit::workspace_root()
-        .join("../shared/fixtures/claude-transcripts/claude-code-log/projects/-Users-dain-workspace-danieldemmel-me-next/agent-3ea04571.jsonl");
-    assert!(
-        src.exists(),
-        "the shared fixtures are missing: {}",
-        src.display()
-    );
+    // A legacy subagent transcript (agent-*.jsonl beside the session files, before Claude
+    // Code moved them to <session>/subagents/), written from the documented format.
     let dir = app.env.claude_home().join("projects/-legacy");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(&src, dir.join("agent-3ea04571.jsonl")).unwrap();
+    let line = |kind: &str, uuid: &str, content: serde_json::Value| {
+        serde_json::json!({"type": kind, "uuid": uuid, "isSidechain": true, "agentId": "3ea04571",
+            "sessionId": "9d0a1c2e-parent", "cwd": "/work/site", "timestamp": "2025-06-01T10:00:00.000Z",
+            "message": {"role": kind, "id": format!("msg_{uuid}"), "model": "claude-sonnet-4-5",
+                "content": content,
+                "usage": {"input_tokens": 12, "cache_creation_input_tokens": 3400, "cache_read_input_tokens": 0}}})
+        .to_string()
+    };
+    let text = [
+        line(
+            "user",
+            "u1",
+            serde_json::json!("List the pages that lack a title."),
+        ),
+        line(
+            "assistant",
+            "a1",
+            serde_json::json!([{"type": "text", "text": "Two pages lack one.\nDONE"}]),
+        ),
+    ]
+    .join("\n");
+    std::fs::write(dir.join("agent-3ea04571.jsonl"), text + "\n").unwrap();
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
     // Queued without a transcript path (so the enqueue cannot tell), skipped when due.
     let r = app.json(&[

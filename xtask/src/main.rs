@@ -1,8 +1,12 @@
 //! Development tasks, std only.
 //!
-//! - `cargo xtask ci`: everything CI checks, in order: the shared fixtures are there, the
-//!   pinned claude CLI is installed, `cargo fmt --check`, clippy with `-D warnings`, the
-//!   layering check, the whole test suite, and a quick benchmark so it cannot rot.
+//! - `cargo xtask ci`: everything CI checks, in order: the pinned claude CLI is installed,
+//!   `cargo fmt --check`, clippy with `-D warnings`, the layering check, the whole test
+//!   suite, the conformance checks when the shared folder is beside the project, and a quick
+//!   benchmark so it cannot rot.
+//! - `cargo xtask conformance`: the checks against outside material in the shared folder
+//!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
+//!   the original Python module reading and writing this project's store.
 //! - `cargo xtask deps`: installs what the tests need (the pinned claude CLI, from npm).
 //! - `cargo xtask layering`: proves the crate boundaries with `cargo tree`.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
@@ -46,10 +50,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("deps") => deps(),
+        Some("conformance") => conformance(),
         Some("layering") => layering(),
         Some("bench") => bench::run(&root(), &rest),
         _ => Err(
-            "usage: cargo xtask ci | deps | layering | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -62,16 +67,38 @@ fn main() -> ExitCode {
     }
 }
 
-fn shared_fixtures() -> Result<(), String> {
-    let p = root().join("../shared/fixtures/claude-transcripts/README.md");
-    if p.exists() {
-        Ok(())
-    } else {
-        Err(format!(
-            "the shared fixtures are missing ({}): the tests read real transcripts from ../shared beside the project",
-            p.display()
-        ))
-    }
+/// The shared folder of outside material, if it is there.
+fn shared() -> Option<PathBuf> {
+    let p =
+        std::env::var_os("HOOKS_SHARED").map_or_else(|| root().join("../shared"), PathBuf::from);
+    p.join("fixtures/claude-transcripts/README.md")
+        .exists()
+        .then_some(p)
+}
+
+fn conformance() -> Result<(), String> {
+    let Some(dir) = shared() else {
+        return Err(format!(
+            "the shared folder is missing: expected {} with fixtures/claude-transcripts/ (or set HOOKS_SHARED)",
+            root().join("../shared").display()
+        ));
+    };
+    step(
+        "conformance (real transcripts, the original module)",
+        cargo()
+            .args([
+                "test",
+                "-p",
+                "hooks-meta",
+                "-p",
+                "hooks-store-json",
+                "--features",
+                "hooks-meta/conformance,hooks-store-json/conformance",
+                "--test",
+                "conformance",
+            ])
+            .env("HOOKS_SHARED", &dir),
+    )
 }
 
 /// Installs the pinned claude CLI into target/test-deps (where hooks-testkit looks).
@@ -192,7 +219,6 @@ fn layering() -> Result<(), String> {
 }
 
 fn ci() -> Result<(), String> {
-    shared_fixtures()?;
     deps()?;
     step(
         "cargo fmt --check",
@@ -218,23 +244,21 @@ fn ci() -> Result<(), String> {
     if nextest {
         step(
             "tests (nextest)",
-            cargo().args([
-                "nextest",
-                "run",
-                "--workspace",
-                "--all-features",
-                "--no-fail-fast",
-            ]),
+            cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]),
         )?;
     } else {
         step(
             "tests",
-            cargo().args(["test", "--workspace", "--all-features", "--no-fail-fast"]),
+            cargo().args(["test", "--workspace", "--no-fail-fast"]),
         )?;
     }
-    step(
-        "doc tests",
-        cargo().args(["test", "--workspace", "--all-features", "--doc"]),
-    )?;
+    step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
+    if shared().is_some() {
+        conformance()?;
+    } else {
+        eprintln!(
+            "xtask: conformance not run: no shared folder beside the project (../shared or $HOOKS_SHARED); `cargo xtask conformance` runs it"
+        );
+    }
     bench::run(&root(), &["--quick"])
 }

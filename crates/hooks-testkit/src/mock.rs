@@ -3,7 +3,10 @@
 //! Replies stream as server-sent events with usage figures. The reply text is
 //! `MOCK REPLY #n`, followed by a line `DONE` when the last user message holds `SAY_DONE`,
 //! `COMPLETED` when it holds `SAY_COMPLETED`, or the configured final line. A last user
-//! message holding `USE_TOOL` gets a tool call instead (so `--max-turns 1` is reached).
+//! message holding `USE_TOOL` gets a tool call instead (so `--max-turns 1` is reached);
+//! one holding `SPAWN_AGENT` gets a call of Claude Code's subagent tool with the prompt
+//! `SUBAGENT_WORK` (answered as a plain reply), so the CLI writes a subagent transcript.
+//! A last user message holding `API_ERROR` is refused with a 400 `invalid_request_error`.
 //! A last user message holding `SLOW_REPLY` is answered only after the slow delay
 //! ([`MockApi::set_slow`], 8 s unless set): a turn that takes a while, as real ones do.
 //! In [`MockMode::Hang`] requests are read and never answered.
@@ -173,10 +176,39 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     let usage = json!({"input_tokens": i, "cache_creation_input_tokens": cc, "cache_read_input_tokens": cr, "output_tokens": 1});
     let id = format!("msg_mock{n:04}");
     let stream = req["stream"].as_bool().unwrap_or(false);
-    if last_user.contains("USE_TOOL") && !has_result && stream {
+    if last_user.contains("API_ERROR") {
+        return respond_status(
+            &mut w,
+            "400 Bad Request",
+            &json!({"type": "error", "error": {"type": "invalid_request_error", "message": "the mock refuses this request"}}),
+        );
+    }
+    // The subagent tool is `Task` in older CLIs and `Agent` in newer ones: use what is offered.
+    let agent_tool = req["tools"].as_array().and_then(|tools| {
+        tools
+            .iter()
+            .filter_map(|t| t["name"].as_str())
+            .find(|n| *n == "Task" || *n == "Agent")
+            .map(str::to_owned)
+    });
+    let tool_call = if has_result || !stream {
+        None
+    } else if last_user.contains("SPAWN_AGENT")
+        && let Some(name) = agent_tool
+    {
+        Some((
+            name,
+            json!({"description": "Look around", "prompt": "SUBAGENT_WORK: say what is here", "subagent_type": "general-purpose"}),
+        ))
+    } else if last_user.contains("USE_TOOL") {
+        Some(("Read".to_owned(), json!({"file_path": "/dev/null"})))
+    } else {
+        None
+    };
+    if let Some((tool, input)) = tool_call {
         let start = json!({"id": id, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": null, "stop_sequence": null, "usage": usage});
-        let input = json!({"file_path": "/dev/null"}).to_string();
+        let input = input.to_string();
         let events = [
             (
                 "message_start",
@@ -185,7 +217,7 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             (
                 "content_block_start",
                 json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "tool_use", "id": format!("toolu_mock{n}"), "name": "Read", "input": {}}}),
+                "content_block": {"type": "tool_use", "id": format!("toolu_mock{n}"), "name": tool, "input": {}}}),
             ),
             (
                 "content_block_delta",
@@ -255,6 +287,16 @@ fn respond_json(w: &mut TcpStream, v: &Value) -> std::io::Result<()> {
     write!(
         w,
         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+        b.len()
+    )?;
+    w.flush()
+}
+
+fn respond_status(w: &mut TcpStream, status: &str, v: &Value) -> std::io::Result<()> {
+    let b = v.to_string();
+    write!(
+        w,
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nrequest-id: req_mock\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
         b.len()
     )?;
     w.flush()

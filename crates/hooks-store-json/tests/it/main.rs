@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use hooks_core::ports::*;
@@ -13,40 +13,9 @@ use serde_json::Value;
 use time::{Duration, OffsetDateTime};
 
 mod processes;
+mod support;
 
-fn now() -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp(1_796_199_477).unwrap() // 2026-12-02T08:17:57Z
-}
-
-/// A pending entry of the post-task hook for `session`, due at `due`.
-fn due_entry(session: &str, due: OffsetDateTime) -> PendingEntry {
-    PendingEntry {
-        hook_id: post_task_id(),
-        session_id: SessionId::parse(session).unwrap(),
-        due_at: DueAt::At(due),
-        queued_at: Some(due),
-        retries: 0,
-        claim: None,
-        waiting: None,
-    }
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/it/fixtures")
-        .join(name)
-}
-
-fn store_with(text: &str) -> (tempfile::TempDir, JsonStore) {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join(STORE_FILE), text).unwrap();
-    let store = JsonStore::open(dir.path(), now()).unwrap();
-    (dir, store)
-}
-
-fn read_json(p: &Path) -> Value {
-    serde_json::from_slice(&fs::read(p).unwrap()).unwrap()
-}
+use support::*;
 
 #[tokio::test]
 async fn contract_on_the_json_store() {

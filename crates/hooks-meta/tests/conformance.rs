@@ -1,5 +1,7 @@
-//! The real transcripts in `../shared/fixtures/claude-transcripts/`, read in place, against
-//! the expected values in its README.
+//! Conformance with outside material: the real third-party transcripts in the shared folder
+//! beside the project (`$HOOKS_SHARED` or `../shared`, `fixtures/claude-transcripts/`), read
+//! in place, against the expected values in its README. Run by `cargo xtask conformance`;
+//! needs the `conformance` feature.
 
 use std::path::PathBuf;
 
@@ -7,11 +9,14 @@ use hooks_meta::read_facts;
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/fixtures/claude-transcripts");
+    let shared = std::env::var_os("HOOKS_SHARED").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    let p = shared.join("fixtures/claude-transcripts");
     assert!(
         p.is_dir(),
-        "the real transcript fixtures are missing: expected {} (the shared/ folder beside the project). \
+        "the real transcript fixtures are missing: expected {} (the shared folder beside the project, or set HOOKS_SHARED). \
          These tests cannot run without it.",
         p.display()
     );
