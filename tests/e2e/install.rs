@@ -82,6 +82,8 @@ fn an_invalid_settings_file_is_refused_and_left_as_it_was() {
     let app = App::fake();
     for text in [
         "{\"hooks\": [1, 2",
+        "{\n  // a comment\n  \"model\": \"opus\"\n}\n",
+        "{\"model\": \"opus\",}",
         "[1, 2]",
         "{\"hooks\": []}",
         "{\"hooks\": {\"Stop\": {}}}",
@@ -98,17 +100,297 @@ fn an_invalid_settings_file_is_refused_and_left_as_it_was() {
     }
 }
 
+/// The corpus: settings files written for this project in the shapes real ones have (every
+/// event, several groups, matchers, timeouts, async, nested quoting, unicode, Windows
+/// paths, 2/3/4/8 spaces, tabs, CRLF, minified, no final newline, unusual key orders).
+fn corpus() -> Vec<(String, Vec<u8>)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/settings");
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    assert!(files.len() >= 28, "{}", dir.display());
+    files
+}
+
+/// `original` with our groups added last under each event, as install must leave it.
+fn with_ours(original: &[u8], ours: &[(&str, String)]) -> Value {
+    let mut v: Value = serde_json::from_slice(original).unwrap();
+    for (event, command) in ours {
+        let hooks = v
+            .as_object_mut()
+            .unwrap()
+            .entry("hooks")
+            .or_insert(json!({}));
+        let groups = hooks
+            .as_object_mut()
+            .unwrap()
+            .entry(*event)
+            .or_insert(json!([]));
+        groups
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"hooks": [{"type": "command", "command": command, "timeout": 30}]}));
+    }
+    v
+}
+
+/// How a text lays itself out: line endings, the characters it indents with, and whether
+/// it ends with a newline.
+fn layout(text: &str) -> (bool, bool, Vec<char>, bool) {
+    let crlf = text.contains("\r\n");
+    let lone_lf = text.replace("\r\n", "").contains('\n');
+    let mut indent: Vec<char> = text
+        .lines()
+        .flat_map(|l| l.chars().take_while(|c| *c == ' ' || *c == '\t'))
+        .collect();
+    indent.sort_unstable();
+    indent.dedup();
+    (crlf, lone_lf, indent, text.ends_with('\n'))
+}
+
 #[test]
-fn project_scope_writes_into_the_workspace() {
+fn install_then_uninstall_gives_every_file_of_the_corpus_back_byte_for_byte() {
     let app = App::fake();
-    app.ok(&["install", "--scope", "project"]);
+    let stop = ("Stop", format!("{APP} claude-hook"));
+    let end_wake = ("SessionEnd", format!("{APP} claude-hook"));
+    let end_queue = ("SessionEnd", format!("{APP} claude-hook --on session-end"));
+    let mut byte_for_byte = 0;
+    for (name, original) in corpus() {
+        for (trigger, ours) in [
+            ("stop", vec![stop.clone(), end_wake.clone()]),
+            ("both", vec![stop.clone(), end_queue.clone()]),
+        ] {
+            std::fs::write(settings(&app), &original).unwrap();
+            app.ok(&["install", "--trigger", trigger]);
+            let installed = std::fs::read(settings(&app)).unwrap();
+            let got: Value = serde_json::from_slice(&installed)
+                .unwrap_or_else(|e| panic!("{name}: {e}\n{}", String::from_utf8_lossy(&installed)));
+            assert_eq!(got, with_ours(&original, &ours), "{name} ({trigger})");
+            let (before, after) = (
+                String::from_utf8(original.clone()).unwrap(),
+                String::from_utf8(installed.clone()).unwrap(),
+            );
+            let (crlf, lone, indent, final_nl) = layout(&before);
+            let (crlf2, lone2, indent2, final_nl2) = layout(&after);
+            assert_eq!(
+                final_nl, final_nl2,
+                "{name}: the final newline (or its absence) is kept:\n{after}"
+            );
+            if crlf {
+                assert!(!lone2, "{name}: no bare LF in a CRLF file:\n{after:?}");
+            }
+            if lone {
+                assert!(!crlf2, "{name}: no CRLF in an LF file:\n{after:?}");
+            }
+            if !indent.is_empty() {
+                assert_eq!(
+                    indent2, indent,
+                    "{name}: indented as the file was:\n{after}"
+                );
+            }
+            assert!(
+                after.starts_with(
+                    before
+                        .trim_end_matches(['}', '\n', '\r', ' '])
+                        .get(..before.find("\"hooks\"").unwrap_or(0))
+                        .unwrap_or("")
+                ),
+                "{name}: everything before the hooks is as it was:\n{after}"
+            );
+
+            app.ok(&["uninstall"]);
+            let back = std::fs::read(settings(&app)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&back),
+                String::from_utf8_lossy(&original),
+                "{name} ({trigger}): uninstall gives back what was there"
+            );
+            byte_for_byte += 1;
+        }
+    }
+    eprintln!("{byte_for_byte} install/uninstall round trips, all byte for byte");
+    assert!(
+        !app.data_dir().join("installed.json").exists()
+            || std::fs::read_to_string(app.data_dir().join("installed.json"))
+                .unwrap()
+                .trim()
+                == "{}",
+        "nothing is left recorded once uninstalled"
+    );
+}
+
+#[test]
+fn a_settings_file_install_created_is_removed_by_uninstall_and_a_users_own_empty_list_is_kept() {
+    let app = App::fake();
+    let _ = std::fs::remove_file(settings(&app));
+    app.ok(&["install"]);
+    assert!(settings(&app).exists());
+    app.ok(&["uninstall"]);
+    assert!(
+        !settings(&app).exists(),
+        "install made it, uninstall takes it away"
+    );
+
+    // The user's own empty containers stay, even when ours were the only entries in them.
+    let own = "{\n  \"hooks\": {\n    \"Stop\": [],\n    \"SessionEnd\": []\n  }\n}\n";
+    std::fs::write(settings(&app), own).unwrap();
+    app.ok(&["install"]);
+    let v: Value = serde_json::from_slice(&std::fs::read(settings(&app)).unwrap()).unwrap();
+    assert_eq!(v["hooks"]["Stop"].as_array().unwrap().len(), 1);
+    app.ok(&["uninstall"]);
+    assert_eq!(std::fs::read_to_string(settings(&app)).unwrap(), own);
+
+    // A container install created but the user has put something in since stays too.
+    std::fs::write(settings(&app), "{}\n").unwrap();
+    app.ok(&["install"]);
+    let mut v: Value = serde_json::from_slice(&std::fs::read(settings(&app)).unwrap()).unwrap();
+    v["hooks"]["Stop"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"hooks": [{"type": "command", "command": "mine"}]}));
+    std::fs::write(settings(&app), serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    app.ok(&["uninstall"]);
+    let v: Value = serde_json::from_slice(&std::fs::read(settings(&app)).unwrap()).unwrap();
+    assert_eq!(
+        v,
+        json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "mine"}]}]}})
+    );
+}
+
+#[test]
+fn a_symlinked_settings_file_stays_a_link_and_its_target_gets_the_entry() {
+    use std::os::unix::fs::PermissionsExt;
+    let app = App::fake();
+    let dotfiles = app.env.dir.path().join("dotfiles/claude");
+    std::fs::create_dir_all(&dotfiles).unwrap();
+    let target = dotfiles.join("settings.json");
+    let original = "{\n    \"model\": \"opus\"\n}";
+    std::fs::write(&target, original).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let _ = std::fs::remove_file(settings(&app));
+    std::os::unix::fs::symlink(&target, settings(&app)).unwrap();
+
+    app.ok(&["install"]);
+    let link = std::fs::symlink_metadata(settings(&app)).unwrap();
+    assert!(link.file_type().is_symlink(), "still a link");
+    let v: Value = serde_json::from_slice(&std::fs::read(&target).unwrap()).unwrap();
+    assert_eq!(
+        v["hooks"]["Stop"][0]["hooks"][0]["command"],
+        format!("{APP} claude-hook"),
+        "the dotfiles copy has the entry"
+    );
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o640
+    );
+    let strays: Vec<_> = std::fs::read_dir(&dotfiles)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(
+        strays.len(),
+        1,
+        "no temp file left beside the target: {strays:?}"
+    );
+
+    app.ok(&["uninstall"]);
+    assert!(
+        std::fs::symlink_metadata(settings(&app))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), original);
+}
+
+#[test]
+fn project_scope_writes_a_portable_command_and_local_scope_this_machines_path() {
+    let app = App::fake();
+    let out = app.ok(&["install", "--scope", "project"]);
+    assert!(out.contains("portable"), "{out}");
     let p = app.proj.join(".claude/settings.json");
     let v: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    let command = v["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !command.contains(APP) && command.contains("exec hooks-app claude-hook"),
+        "no machine path: {command}"
+    );
+    assert!(!settings(&app).exists(), "the user scope is untouched");
+
+    // Run as Claude Code runs it (/bin/sh -c), with a Stop event that says DONE.
+    let t = app.transcript("p1", &app.proj, 1000);
+    let event = json!({"hook_event_name": "Stop", "session_id": "p1", "cwd": app.proj,
+        "transcript_path": t, "last_assistant_message": "all done\nDONE"})
+    .to_string();
+    let bin_dir = app.env.dir.path().join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(APP, bin_dir.join("hooks-app")).unwrap();
+    let sh = |path: &std::path::Path| {
+        let mut c = std::process::Command::new("/bin/sh");
+        app.env.apply(&mut c);
+        c.args(["-c", &command])
+            .env("PATH", path)
+            .env_remove("HOOKS_DATA_DIR")
+            .current_dir(&app.proj)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    };
+    let without = sh(std::path::Path::new("/usr/bin:/bin"));
+    assert_eq!(
+        without.status.code(),
+        Some(0),
+        "a quiet no-op where hooks-app is not installed"
+    );
+    assert!(
+        without.stdout.is_empty() && without.stderr.is_empty(),
+        "{without:?}"
+    );
+    assert!(app.pending().is_empty());
+    let with = sh(&std::path::PathBuf::from(format!(
+        "{}:/usr/bin:/bin",
+        bin_dir.display()
+    )));
+    assert_eq!(with.status.code(), Some(0), "{with:?}");
+    assert_eq!(
+        app.pending().len(),
+        1,
+        "found on PATH, it queued the follow-up"
+    );
+
+    app.ok(&["install", "--scope", "local"]);
+    let local = app.proj.join(".claude/settings.local.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&local).unwrap()).unwrap();
     assert_eq!(
         v["hooks"]["Stop"][0]["hooks"][0]["command"],
         format!("{APP} claude-hook")
     );
-    assert!(!settings(&app).exists(), "the user scope is untouched");
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("settings.local.json") && doctor.contains(".claude/settings.json"),
+        "{doctor}"
+    );
 }
 
 #[test]

@@ -195,8 +195,10 @@ pub enum HooksCmd {
 pub enum Scope {
     /// $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json
     User,
-    /// <workspace>/.claude/settings.json
+    /// <workspace>/.claude/settings.json, the file a team commits: a portable command
     Project,
+    /// <workspace>/.claude/settings.local.json, Claude Code's personal per-project file
+    Local,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -136,9 +136,10 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             name: "hook installed",
             ok: false,
             detail: format!(
-                "no claude-hook entry in {} or {}",
+                "no claude-hook entry in {}, {} or {}",
                 install::settings_path(ctx, crate::cli::Scope::User).display(),
-                install::settings_path(ctx, crate::cli::Scope::Project).display()
+                install::settings_path(ctx, crate::cli::Scope::Project).display(),
+                install::settings_path(ctx, crate::cli::Scope::Local).display()
             ),
             fix: Some("hooks-app install --scope user".into()),
         }

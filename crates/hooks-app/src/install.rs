@@ -1,6 +1,10 @@
 //! `install` / `uninstall`: the `claude-hook` entries in Claude Code's `settings.json`.
 //!
-//! Every other setting and hook is kept, in its order. Running `install` twice changes
+//! The file is edited as text ([`crate::jsonedit`]): install inserts its entries and the
+//! containers it must create, laid out in the file's own style, and changes no other byte;
+//! uninstall takes out what install put in, and the containers install created (recorded
+//! in `<data-dir>/installed.json`), so install then uninstall gives the file back byte for
+//! byte. A symlinked file is written through to its target. Running `install` twice changes
 //! nothing; an invalid settings file is refused and left as it was; `--dry-run` shows the
 //! change and makes none. Entries of this app are recognised by their command: a program
 //! named `hooks-app` followed by `claude-hook`. With the `stop` trigger, a `SessionEnd`
@@ -12,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::cli::{InstallArgs, Scope, Trigger, UninstallArgs};
-use crate::{AppError, AppResult, Context};
+use crate::{AppError, AppResult, Context, jsonedit};
 
 /// Seconds Claude gives the hook; it returns in milliseconds.
 const HOOK_TIMEOUT: u64 = 30;
@@ -21,6 +25,7 @@ pub fn settings_path(ctx: &Context, scope: Scope) -> PathBuf {
     match scope {
         Scope::User => ctx.claude_home.join("settings.json"),
         Scope::Project => ctx.workspace.join(".claude/settings.json"),
+        Scope::Local => ctx.workspace.join(".claude/settings.local.json"),
     }
 }
 
@@ -79,9 +84,12 @@ pub fn is_ours(handler: &Value) -> bool {
     let Some(cmd) = handler.get("command").and_then(Value::as_str) else {
         return false;
     };
-    let mut words = cmd.split_whitespace();
-    let prog = words.next().unwrap_or("").trim_matches(['\'', '"']);
-    (prog.ends_with("/hooks-app") || prog == "hooks-app") && cmd.contains(" claude-hook")
+    // `/path/hooks-app … claude-hook`, or the portable `… exec hooks-app claude-hook …`.
+    let names_us = cmd.split_whitespace().any(|w| {
+        let w = w.trim_matches(['\'', '"']);
+        w == "hooks-app" || w.ends_with("/hooks-app")
+    });
+    names_us && cmd.contains(" claude-hook")
 }
 
 /// Removes this app's handlers everywhere; drops groups and events left empty.
@@ -120,26 +128,37 @@ fn add(settings: &mut Map<String, Value>, event: &str, command: String) {
         .entry(event)
         .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(groups) = groups {
-        groups.push(
-            json!({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT}]}),
-        );
+        groups.push(group(&command));
     }
 }
 
-fn write_settings(path: &Path, settings: &Map<String, Value>) -> AppResult {
-    let dir = path.parent().unwrap_or(Path::new("."));
+/// The file a settings path stands for: a symlinked settings file (dotfiles set up by stow
+/// or chezmoi) is written through to its target, so the link stays a link.
+fn write_target(path: &Path) -> AppResult<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
+            AppError::runtime(format!(
+                "{} is a symbolic link whose target cannot be reached ({e}); fix the link, it was left as it is",
+                path.display()
+            ))
+        }),
+        _ => Ok(path.to_owned()),
+    }
+}
+
+/// Replaces the file atomically, in its own folder, keeping its mode.
+fn write_text(path: &Path, text: &str) -> AppResult {
+    let target = write_target(path)?;
+    let dir = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .map_err(|e| AppError::runtime(format!("could not create {}: {e}", dir.display())))?;
-    let mut text =
-        serde_json::to_string_pretty(settings).map_err(|e| AppError::runtime(e.to_string()))?;
-    text.push('\n');
     let tmp = dir.join(format!(".settings.json.hooks-app.{}", std::process::id()));
     let r = std::fs::write(&tmp, text).and_then(|()| {
-        if let Ok(m) = std::fs::metadata(path) {
+        if let Ok(m) = std::fs::metadata(&target) {
             std::fs::set_permissions(&tmp, m.permissions())?;
         }
         std::fs::File::open(&tmp)?.sync_all()?;
-        std::fs::rename(&tmp, path)
+        std::fs::rename(&tmp, &target)
     });
     r.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -147,57 +166,305 @@ fn write_settings(path: &Path, settings: &Map<String, Value>) -> AppResult {
     })
 }
 
-fn report(
-    path: &Path,
-    before: &Map<String, Value>,
-    after: &Map<String, Value>,
-    dry_run: bool,
-    verb: &str,
-) -> AppResult {
-    if before == after {
-        println!("{}: nothing to change ({verb} already)", path.display());
-        return Ok(());
+/// A settings file as it is on disk: its text (`None` if there is none) and its JSON.
+struct Settings {
+    path: PathBuf,
+    text: Option<String>,
+    map: Map<String, Value>,
+}
+
+fn load(path: &Path) -> AppResult<Settings> {
+    let map = read_settings(path)?;
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) if !t.trim().is_empty() => Some(t),
+        _ => None,
+    };
+    Ok(Settings {
+        path: path.to_owned(),
+        text,
+        map,
+    })
+}
+
+/// Where the handlers of this app are in a settings text: (event, group, handler, and
+/// whether every handler of that group is ours).
+fn ours_in(text: &str, root: &jsonedit::Node) -> Option<(String, usize, usize, bool)> {
+    let value = |n: &jsonedit::Node| -> Value {
+        serde_json::from_str(&text[n.start..n.end]).unwrap_or(Value::Null)
+    };
+    for ev in root.member("hooks")?.members() {
+        for (gi, g) in ev.value.items().iter().enumerate() {
+            let Some(handlers) = g.member("hooks") else {
+                continue;
+            };
+            let mine: Vec<bool> = handlers
+                .items()
+                .iter()
+                .map(|h| is_ours(&value(h)))
+                .collect();
+            if let Some(hi) = mine.iter().position(|m| *m) {
+                return Some((ev.key.clone(), gi, hi, mine.iter().all(|m| *m)));
+            }
+        }
+    }
+    None
+}
+
+fn reparse(text: &str) -> AppResult<jsonedit::Node> {
+    jsonedit::parse(text).ok_or_else(|| {
+        AppError::runtime("internal: an edit of the settings text broke it; nothing was written")
+    })
+}
+
+/// The text without this app's handlers: a group that held only ours goes whole. Returns
+/// the events whose lists this emptied.
+fn strip_text(mut text: String) -> AppResult<(String, Vec<String>)> {
+    let mut emptied = Vec::new();
+    loop {
+        let root = reparse(&text)?;
+        let Some((ev, gi, hi, whole)) = ours_in(&text, &root) else {
+            return Ok((text, emptied));
+        };
+        let Some(groups) = root.member("hooks").and_then(|h| h.member(&ev)) else {
+            return Ok((text, emptied));
+        };
+        text = if whole {
+            if groups.items().len() == 1 {
+                emptied.push(ev.clone());
+            }
+            jsonedit::remove_item(&text, groups, gi)
+        } else {
+            let handlers = groups.items()[gi]
+                .member("hooks")
+                .ok_or_else(|| AppError::runtime("internal: a group lost its hooks"))?;
+            jsonedit::remove_item(&text, handlers, hi)
+        };
+    }
+}
+
+/// The text with a group running `command` added last under `hooks.<event>`, and what
+/// uninstall needs to undo it: the containers created (`hooks`, `hooks.<Event>`), and for an
+/// empty container it went into whose brackets held whitespace, `inner:<path>=<whitespace>`.
+fn add_text(
+    text: &str,
+    st: &jsonedit::Style,
+    event: &str,
+    command: &str,
+) -> AppResult<(String, Vec<String>)> {
+    let root = reparse(text)?;
+    let g = group(command);
+    let was_empty = |path: &str, n: &jsonedit::Node| -> Vec<String> {
+        let ws = jsonedit::inner(text, n);
+        if n.is_empty_container() && !ws.is_empty() {
+            vec![format!("inner:{path}={ws}")]
+        } else {
+            vec![]
+        }
+    };
+    Ok(match root.member("hooks") {
+        None => {
+            let mut c = was_empty("", &root);
+            c.extend(["hooks".into(), format!("hooks.{event}")]);
+            (
+                jsonedit::push_member(text, &root, "hooks", &json!({ event: [g] }), st),
+                c,
+            )
+        }
+        Some(hooks) => match hooks.member(event) {
+            None => {
+                let mut c = was_empty("hooks", hooks);
+                c.push(format!("hooks.{event}"));
+                (
+                    jsonedit::push_member(text, hooks, event, &json!([g]), st),
+                    c,
+                )
+            }
+            Some(groups) => (
+                jsonedit::push_item(text, groups, &g, st),
+                was_empty(&format!("hooks.{event}"), groups),
+            ),
+        },
+    })
+}
+
+/// What install created in each settings file (`file`, `hooks`, `hooks.<Event>`), kept in
+/// the data folder so that uninstall removes those and never a user's own empty ones.
+struct Created {
+    file: PathBuf,
+    all: Map<String, Value>,
+}
+
+impl Created {
+    fn load(ctx: &Context) -> Self {
+        let file = ctx.data_dir.join("installed.json");
+        let all = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| match v {
+                Value::Object(m) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Self { file, all }
+    }
+    fn key(path: &Path) -> String {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_owned())
+            .to_string_lossy()
+            .into_owned()
+    }
+    fn get(&self, path: &Path) -> Option<Vec<String>> {
+        self.all
+            .get(&Self::key(path))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+    }
+    fn set(&mut self, path: &Path, created: Option<Vec<String>>) -> AppResult {
+        let key = Self::key(path);
+        match created {
+            // Kept even when empty: "installed here, created nothing" is not "no record".
+            Some(c) => {
+                self.all.insert(key, json!(c));
+            }
+            None => {
+                if self.all.shift_remove(&key).is_none() {
+                    return Ok(());
+                }
+            }
+        }
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)
+            .and_then(|()| {
+                let tmp = dir.join(format!(".installed.json.{}", std::process::id()));
+                let mut text = serde_json::to_string_pretty(&self.all).unwrap_or_default();
+                text.push('\n');
+                std::fs::write(&tmp, text)?;
+                std::fs::rename(&tmp, &self.file)
+            })
+            .map_err(|e| AppError::runtime(format!("could not write {}: {e}", self.file.display())))
+    }
+}
+
+fn group(command: &str) -> Value {
+    json!({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT}]})
+}
+
+/// Shows or writes the new text; `None` removes the file.
+fn apply(s: &Settings, after: Option<&str>, dry_run: bool, verb: &str) -> AppResult<bool> {
+    if s.text.as_deref() == after {
+        println!("{}: nothing to change ({verb} already)", s.path.display());
+        return Ok(false);
     }
     if dry_run {
-        println!("would write {}:", path.display());
-        println!(
-            "{}",
-            serde_json::to_string_pretty(after).unwrap_or_default()
-        );
-        return Ok(());
+        match after {
+            Some(t) => {
+                println!("would write {}:", s.path.display());
+                print!("{t}");
+                if !t.ends_with('\n') {
+                    println!();
+                }
+            }
+            None => println!("would remove {} (install created it)", s.path.display()),
+        }
+        return Ok(false);
     }
-    write_settings(path, after)?;
-    println!("{}: {verb}", path.display());
-    Ok(())
+    match after {
+        Some(t) => write_text(&s.path, t)?,
+        None => std::fs::remove_file(write_target(&s.path)?).map_err(|e| {
+            AppError::runtime(format!("could not remove {}: {e}", s.path.display()))
+        })?,
+    }
+    println!("{}: {verb}", s.path.display());
+    Ok(true)
+}
+
+/// The command Claude Code runs, `claude-hook` followed by `args`. In the project scope, a
+/// file teams commit, it names no path of this machine and does nothing where hooks-app
+/// is not installed.
+fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
+    if scope != Scope::Project {
+        return Ok(format!("{} claude-hook{args}", ctx.self_command()?));
+    }
+    let mut cmd = String::from("hooks-app");
+    if ctx.done_marker != hooks_core::DONE_MARKER {
+        cmd.push_str(" --done-marker ");
+        cmd.push_str(&crate::context::shell_quote(&ctx.done_marker));
+    }
+    Ok(format!(
+        "command -v hooks-app >/dev/null 2>&1 && exec {cmd} claude-hook{args} || true"
+    ))
 }
 
 pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     let path = settings_path(ctx, a.scope);
-    let before = read_settings(&path)?;
-    let mut after = before.clone();
-    strip_ours(&mut after);
-    let base = ctx.self_command()?;
+    let s = load(&path)?;
+    let mut wanted: Vec<(&str, String)> = Vec::new();
     if matches!(a.trigger, Trigger::Stop | Trigger::Both) {
-        add(&mut after, "Stop", format!("{base} claude-hook"));
+        wanted.push(("Stop", command_for(ctx, a.scope, "")?));
     }
     if matches!(a.trigger, Trigger::SessionEnd | Trigger::Both) {
-        add(
-            &mut after,
+        wanted.push((
             "SessionEnd",
-            format!("{base} claude-hook --on session-end"),
-        );
+            command_for(ctx, a.scope, " --on session-end")?,
+        ));
     } else {
         // A conversation being closed wakes the follow-ups that wait for it, so they run
         // within seconds of the person's /exit. This entry never queues anything.
-        add(&mut after, "SessionEnd", format!("{base} claude-hook"));
+        wanted.push(("SessionEnd", command_for(ctx, a.scope, "")?));
     }
-    // Keep a settings file that already had our entries, in the same places, unchanged.
-    let after = if same_entries(&before, &after) {
-        before.clone()
-    } else {
-        after
-    };
-    report(&path, &before, &after, a.dry_run, "installed")
+    let mut expected = s.map.clone();
+    strip_ours(&mut expected);
+    for (ev, cmd) in &wanted {
+        add(&mut expected, ev, cmd.clone());
+    }
+    // Already installed as wanted, wherever the entries sit: leave the file alone.
+    if same_entries(&s.map, &expected) {
+        return apply(&s, s.text.as_deref(), a.dry_run, "installed").map(|_| ());
+    }
+    let original = s.text.clone().unwrap_or_else(|| "{}".into());
+    let (mut text, _) = strip_text(original.clone())?;
+    let st = jsonedit::style_of(&original, &reparse(&original)?);
+    let mut record = Created::load(ctx);
+    let mut created = record.get(&path).unwrap_or_default();
+    if s.text.is_none() && !created.iter().any(|c| c == "file") {
+        created.push("file".into());
+    }
+    for (ev, cmd) in &wanted {
+        let (t, c) = add_text(&text, &st, ev, cmd)?;
+        text = t;
+        for c in c {
+            if !created.contains(&c) {
+                created.push(c);
+            }
+        }
+    }
+    if s.text.is_none() {
+        text.push('\n');
+    }
+    let written: Value = serde_json::from_str(&text).map_err(|e| {
+        AppError::runtime(format!(
+            "internal: the edited settings do not parse ({e}); nothing was written"
+        ))
+    })?;
+    if written != Value::Object(expected) {
+        return Err(AppError::runtime(
+            "internal: the edited settings differ from what was meant; nothing was written",
+        ));
+    }
+    if apply(&s, Some(&text), a.dry_run, "installed")? {
+        record.set(&path, Some(created))?;
+    }
+    if a.scope == Scope::Project && !a.dry_run {
+        println!(
+            "the command is portable: `hooks-app` from PATH, and a quiet no-op where it is not installed; \
+             for this machine's path use --scope local"
+        );
+    }
+    Ok(())
 }
 
 /// Whether two settings hold the same set of our commands per event, with everything else equal.
@@ -232,16 +499,92 @@ fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
 
 pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     let path = settings_path(ctx, a.scope);
-    let before = read_settings(&path)?;
-    let mut after = before.clone();
-    strip_ours(&mut after);
-    report(&path, &before, &after, a.dry_run, "uninstalled")
+    let s = load(&path)?;
+    let Some(original) = s.text.clone() else {
+        println!(
+            "{}: nothing to change (uninstalled already)",
+            path.display()
+        );
+        return Ok(());
+    };
+    let (mut text, emptied) = strip_text(original)?;
+    let mut record = Created::load(ctx);
+    let created = record.get(&path);
+    let mut remove_file = false;
+    match &created {
+        // Remove what install created, if nothing else has been put in it since.
+        Some(created) => {
+            for c in created
+                .iter()
+                .filter_map(|c| c.strip_prefix("hooks."))
+                .filter(|c| !c.contains('='))
+            {
+                let root = reparse(&text)?;
+                if let Some(hooks) = root.member("hooks")
+                    && hooks
+                        .member(c)
+                        .is_some_and(jsonedit::Node::is_empty_container)
+                {
+                    text = jsonedit::remove_member(&text, hooks, c);
+                }
+            }
+            let root = reparse(&text)?;
+            if created.iter().any(|c| c == "hooks")
+                && root
+                    .member("hooks")
+                    .is_some_and(jsonedit::Node::is_empty_container)
+            {
+                text = jsonedit::remove_member(&text, &root, "hooks");
+            }
+            remove_file =
+                created.iter().any(|c| c == "file") && reparse(&text)?.is_empty_container();
+            // An empty container install wrote into gets back the whitespace it held.
+            for (path, ws) in created
+                .iter()
+                .filter_map(|c| c.strip_prefix("inner:")?.split_once('='))
+            {
+                let root = reparse(&text)?;
+                let node = match path {
+                    "" => Some(&root),
+                    "hooks" => root.member("hooks"),
+                    p => p
+                        .strip_prefix("hooks.")
+                        .and_then(|ev| root.member("hooks")?.member(ev)),
+                };
+                if let Some(n) = node
+                    && n.is_empty_container()
+                    && jsonedit::inner(&text, n).is_empty()
+                {
+                    text = jsonedit::set_inner(&text, n, ws);
+                }
+            }
+        }
+        // Installed by an older version, or the record is gone: drop the events that
+        // held only our entries.
+        None => {
+            for ev in &emptied {
+                let root = reparse(&text)?;
+                if let Some(hooks) = root.member("hooks")
+                    && hooks
+                        .member(ev)
+                        .is_some_and(jsonedit::Node::is_empty_container)
+                {
+                    text = jsonedit::remove_member(&text, hooks, ev);
+                }
+            }
+        }
+    }
+    let after = (!remove_file).then_some(text.as_str());
+    if apply(&s, after, a.dry_run, "uninstalled")? {
+        record.set(&path, None)?;
+    }
+    Ok(())
 }
 
 /// Where this app's hook is installed: the settings files that have one of its entries.
 pub fn installed_in(ctx: &Context) -> Vec<(PathBuf, Vec<String>)> {
     let mut out = Vec::new();
-    for scope in [Scope::User, Scope::Project] {
+    for scope in [Scope::User, Scope::Project, Scope::Local] {
         let p = settings_path(ctx, scope);
         let Ok(m) = read_settings(&p) else { continue };
         let mut events = Vec::new();

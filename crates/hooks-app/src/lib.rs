@@ -11,6 +11,7 @@ mod context;
 mod daemon;
 mod doctor;
 mod install;
+mod jsonedit;
 mod prompts;
 mod watch;
 
