@@ -421,4 +421,34 @@ fn doctor_on_a_fresh_machine_names_each_fix() {
             && out.contains("1 problem found"),
         "{out}"
     );
+
+    // A prompt file Claude Code would also take for a subagent of its own.
+    let prompt = app.proj.join(".claude/agents/hooks/post-task.md");
+    let text = std::fs::read_to_string(&prompt).unwrap();
+    let body = text.split_once("\n---\n").map_or(text.as_str(), |(_, b)| b);
+    std::fs::write(
+        &prompt,
+        format!("---\nname: post-task\ndescription: Tidies up after a task\n---\n{body}"),
+    )
+    .unwrap();
+    // (doctor exits 1 here: no daemon runs.)
+    let doctor: Value = serde_json::from_slice(&app.run(&["doctor", "--json"]).stdout).unwrap();
+    let check = doctor
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "prompt file")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        (check["ok"].as_bool(), check["warning"].as_bool()),
+        (Some(true), Some(true)),
+        "{check}"
+    );
+    assert!(
+        check["detail"].as_str().unwrap().contains("subagent"),
+        "{check}"
+    );
+    let out = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(out.contains("warn prompt file"), "{out}");
 }

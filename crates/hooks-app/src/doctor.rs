@@ -108,11 +108,18 @@ pub fn usd(v: f64) -> String {
     }
 }
 
+/// One check. One that passes but still has a fix is a warning: it works, not as meant.
 struct Check {
     name: &'static str,
     ok: bool,
     detail: String,
     fix: Option<String>,
+}
+
+impl Check {
+    fn is_warning(&self) -> bool {
+        self.ok && self.fix.is_some()
+    }
 }
 
 pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
@@ -240,10 +247,24 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             let parsed = found.as_ref().map(|p| {
                 std::fs::read_to_string(p)
                     .map_err(|e| e.to_string())
-                    .and_then(|t| prompt::parse_prompt(&t).map_err(|e| e.to_string()))
+                    .and_then(|t| {
+                        prompt::parse_prompt(&t)
+                            .map(|_| prompt::reads_as_subagent(&t))
+                            .map_err(|e| e.to_string())
+                    })
             });
             checks.push(match (found, parsed) {
-                (Some(p), Some(Ok(_))) => Check { name: "prompt file", ok: true, detail: format!("{}: {}", h.id, p.display()), fix: None },
+                (Some(p), Some(Ok(true))) => Check {
+                    name: "prompt file",
+                    ok: true,
+                    detail: format!(
+                        "{}: {} has both `name` and `description` in its frontmatter: Claude Code lists it as a subagent of its own",
+                        h.id,
+                        p.display()
+                    ),
+                    fix: Some(format!("remove the `description` line from {}", p.display())),
+                },
+                (Some(p), Some(Ok(false))) => Check { name: "prompt file", ok: true, detail: format!("{}: {}", h.id, p.display()), fix: None },
                 (Some(p), Some(Err(e))) => Check { name: "prompt file", ok: false, detail: format!("{}: {}: {e}", h.id, p.display()), fix: Some(format!("edit {}", p.display())) },
                 _ => Check {
                     name: "prompt file",
@@ -276,14 +297,18 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         print_json(&Value::Array(
             checks
                 .iter()
-                .map(|c| json!({"check": c.name, "ok": c.ok, "detail": c.detail, "fix": c.fix}))
+                .map(|c| json!({"check": c.name, "ok": c.ok, "warning": c.is_warning(), "detail": c.detail, "fix": c.fix}))
                 .collect(),
         ));
     } else {
         for c in &checks {
             println!(
                 "{} {:<18} {}",
-                if c.ok { "ok  " } else { "FAIL" },
+                match (c.ok, c.is_warning()) {
+                    (true, false) => "ok  ",
+                    (true, true) => "warn",
+                    (false, _) => "FAIL",
+                },
                 c.name,
                 c.detail
             );
@@ -294,7 +319,11 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         println!(
             "{}",
             if problems == 0 {
-                "all good".to_owned()
+                match checks.iter().filter(|c| c.is_warning()).count() {
+                    0 => "all good".to_owned(),
+                    1 => "all good, 1 warning".to_owned(),
+                    n => format!("all good, {n} warnings"),
+                }
             } else {
                 format!(
                     "{problems} problem{} found",

@@ -130,6 +130,16 @@ fn safe(field: &'static str, v: &str) -> Result<String, ValidationError> {
     Ok(v.to_owned())
 }
 
+/// Whether Claude Code would take the file for a subagent definition of its own: its
+/// frontmatter has both `name` and `description` (it then lists the file among its agents).
+pub fn reads_as_subagent(text: &str) -> bool {
+    let Some(fm) = split_frontmatter(text).0 else {
+        return false;
+    };
+    let keys: Vec<String> = pairs(fm).into_iter().map(|(k, _)| k).collect();
+    keys.iter().any(|k| k == "name") && keys.iter().any(|k| k == "description")
+}
+
 /// Reads the run options from frontmatter. Values that could be taken for a flag (a leading
 /// `-`) or that hold a newline are refused, naming the key.
 pub fn parse_options(frontmatter: &str) -> Result<RunOptions, ValidationError> {

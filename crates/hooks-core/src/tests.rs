@@ -1571,3 +1571,19 @@ async fn the_end_of_a_dead_run_wakes_what_waited_for_it() {
     );
     assert_eq!(w.meta.lease(&sid("s1")), None);
 }
+
+#[test]
+fn a_prompt_with_a_name_and_a_description_reads_as_a_subagent() {
+    use crate::prompt::reads_as_subagent;
+    for (text, want) in [
+        ("---\nname: x\ndescription: y\n---\nbody", true),
+        ("---\r\ndescription: \"y\"\r\nname: x\r\n---\r\nbody", true),
+        ("---\nname: x\n---\nbody", false),
+        ("---\ndescription: y\n---\nbody", false),
+        ("name: x\ndescription: y\n", false),
+        ("---\nname: x\n  description: nested\n---\n", false),
+        ("---\nname: x\ndescription: y\n", false),
+    ] {
+        assert_eq!(reads_as_subagent(text), want, "{text:?}");
+    }
+}
