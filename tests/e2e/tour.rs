@@ -156,3 +156,42 @@ fn hooks_history_status_and_prune() {
         "the stamp went with its file: {s}"
     );
 }
+
+#[test]
+fn completions_load_in_bash_and_the_man_page_lists_every_command() {
+    let app = App::fake();
+    let bash = app.ok(&["completions", "bash"]);
+    assert!(
+        bash.contains("hooks-app") && bash.contains("serve"),
+        "{bash}"
+    );
+    // Loaded into a real bash, it registers itself and completes the subcommands.
+    let script = app.env.dir.path().join("hooks-app.bash");
+    std::fs::write(&script, &bash).unwrap();
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source '{}' && complete -p hooks-app && COMP_WORDS=(hooks-app ser) COMP_CWORD=1 && _hooks__app hooks-app ser hooks-app && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        ))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.lines().any(|l| l == "serve"), "{said}");
+    for shell in ["zsh", "fish", "powershell", "elvish"] {
+        assert!(!app.ok(&["completions", shell]).is_empty(), "{shell}");
+    }
+    let bad = app.run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+
+    let page = app.ok(&["man"]);
+    assert!(page.contains(".TH hooks-app 1"), "{page}");
+    for sub in ["serve", "install", "doctor", "completions"] {
+        assert!(page.contains(sub), "the page lists {sub}");
+    }
+}

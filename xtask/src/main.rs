@@ -9,6 +9,7 @@
 //!   the original Python module reading and writing this project's store.
 //! - `cargo xtask deps`: installs what the tests need (the pinned claude CLI, from npm).
 //! - `cargo xtask layering`: proves the crate boundaries with `cargo tree`.
+//! - `cargo xtask man`: writes the man page, `target/man/hooks-app.1`, from the CLI itself.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
 
 mod bench;
@@ -51,10 +52,11 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("deps") => deps(),
         Some("conformance") => conformance(),
+        Some("man") => man(),
         Some("layering") => layering(),
         Some("bench") => bench::run(&root(), &rest),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering | man | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -65,6 +67,34 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn man() -> Result<(), String> {
+    step(
+        "cargo build -p hooks-app",
+        cargo().args(["build", "-q", "-p", "hooks-app"]),
+    )?;
+    let bin = root().join("target/debug/hooks-app");
+    let out = Command::new(&bin)
+        .arg("man")
+        .output()
+        .map_err(|e| format!("{}: {e}", bin.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "hooks-app man failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let dir = root().join("target/man");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let page = dir.join("hooks-app.1");
+    std::fs::write(&page, &out.stdout).map_err(|e| e.to_string())?;
+    eprintln!(
+        "xtask: wrote {} (read it with: man -l {})",
+        page.display(),
+        page.display()
+    );
+    Ok(())
 }
 
 /// The shared folder of outside material, if it is there.

@@ -118,6 +118,14 @@ pub enum Command {
     Status(JsonFlag),
     /// Check the set-up and say how to fix each problem
     Doctor(JsonFlag),
+    /// Print a completion script for a shell, e.g. `hooks-app completions bash > /etc/bash_completion.d/hooks-app`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff); `cargo xtask man` writes it to target/man/
+    #[command(hide = true)]
+    Man,
 }
 
 #[derive(Debug, Args, Clone, Copy)]

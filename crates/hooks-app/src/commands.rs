@@ -25,8 +25,25 @@ pub fn block_on<F: Future>(f: F) -> AppResult<F::Output> {
 }
 
 pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
+    // These describe the program itself: no data folder, no settings.
+    match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "hooks-app", &mut std::io::stdout());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| AppError::runtime(format!("could not write the man page: {e}")))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
     let ctx = Context::resolve(&cli.global)?;
     match cli.command {
+        Command::Completions { .. } | Command::Man => {}
         Command::ClaudeHook { on } => return Ok(claude_hook::run(&ctx, on)),
         Command::Init => init(&ctx)?,
         Command::Hooks(h) => hooks(&ctx, h)?,
