@@ -12,7 +12,7 @@ fn a_finished_conversation_is_followed_up_once() {
     let init = app.ok(&["init"]);
     assert!(init.contains("seeded with the post-task hook"), "{init}");
     assert!(app.proj.join(".claude/agents/hooks/post-task.md").exists());
-    app.ok(&["install", "--scope", "user"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
 
     // The user's conversation ends with DONE: Claude's Stop hook queues the follow-up.
@@ -102,7 +102,7 @@ fn a_finished_conversation_is_followed_up_once() {
 fn a_conversation_over_the_context_cap_is_skipped() {
     let app = App::real();
     app.ok(&["init"]);
-    app.ok(&["install"]);
+    app.ok(&["install", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
     app.api.set_usage(100, 2000, 80_000);
     app.claude("big job SAY_DONE");
@@ -120,7 +120,7 @@ fn a_conversation_over_the_context_cap_is_skipped() {
 fn a_disabled_hook_queues_nothing_and_other_stops_queue_nothing() {
     let app = App::real();
     app.ok(&["init"]);
-    app.ok(&["install"]);
+    app.ok(&["install", "--daemon", "none"]);
     app.claude("just chatting, no marker");
     assert!(
         app.pending().is_empty(),
@@ -135,7 +135,7 @@ fn a_disabled_hook_queues_nothing_and_other_stops_queue_nothing() {
 fn a_conversation_still_being_written_is_retried_not_fired() {
     let app = App::real();
     app.ok(&["init"]);
-    app.ok(&["install"]);
+    app.ok(&["install", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
     app.claude("work SAY_DONE");
     app.ok(&["tick", "--quiet-period", "3600"]);

@@ -16,7 +16,7 @@ fn user() -> (App, std::process::Child) {
     let app = App::real();
     app.api.set_final_line(Some("COMPLETED"));
     app.ok(&["init"]);
-    app.ok(&["install", "--scope", "user"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
     let serve = app.spawn(&["serve", "--quiet-period", "1"]);
     (app, serve)

@@ -7,6 +7,7 @@ mod chaos;
 mod flow;
 mod install;
 mod interactive;
+mod ondemand;
 mod reliability;
 mod support;
 mod tour;

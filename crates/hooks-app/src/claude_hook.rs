@@ -7,7 +7,9 @@
 //! `--trigger session-end` (which passes `--on session-end`) it also queues the hooks when
 //! the transcript's last assistant message ends with the done marker (the event carries no
 //! message text). Events
-//! coming from this app's own follow-up runs are ignored. Malformed or oversized input
+//! coming from this app's own follow-up runs are ignored. In the on-demand daemon mode
+//! (the default), what queued something or woke a waiting entry starts `serve` in the
+//! background when none runs. Malformed or oversized input
 //! exits 1 with one line on stderr and changes nothing; this command never exits 2, which
 //! would block Claude.
 
@@ -104,7 +106,10 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     if !queue {
         // Closed without being done: only what waits for the close is woken (and nothing
         // is written when nothing waits).
-        rt.block_on(service.closed(&session))?;
+        let woken = rt.block_on(service.closed(&session))?;
+        if woken > 0 {
+            start_daemon(ctx);
+        }
         return Ok(());
     }
     let origin = match std::env::var("HOOKS_APP_ORIGIN") {
@@ -121,9 +126,24 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         },
         subagent: input.agent_id.is_some(),
     };
-    rt.block_on(service.notify(&event))?;
+    let reports = rt.block_on(service.notify(&event))?;
     if closed {
         rt.block_on(service.closed(&event.session))?;
     }
+    if reports
+        .iter()
+        .any(|r| matches!(r.outcome, hooks_core::service::NotifyOutcome::Queued { .. }))
+    {
+        start_daemon(ctx);
+    }
     Ok(())
+}
+
+/// In the on-demand mode, a daemon for what was just queued. What was queued is durable
+/// already; a daemon that cannot be started is said on stderr (Claude shows it) and the
+/// entry waits for the next one.
+fn start_daemon(ctx: &Context) {
+    if let Err(e) = crate::ondemand::ensure_running(ctx) {
+        eprintln!("hooks-app claude-hook: queued, but {}", e.message);
+    }
 }

@@ -219,6 +219,18 @@ pub enum Trigger {
     Both,
 }
 
+/// How the daemon runs once installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DaemonMode {
+    /// claude-hook starts `serve` in the background when it queues something and none
+    /// runs; it exits after a while with nothing pending
+    OnDemand,
+    /// A systemd user unit (Linux) or a launchd agent (macOS) runs `serve`
+    Service,
+    /// You run `serve`, or `tick` from cron
+    None,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum HookTrigger {
     SessionEnd,
@@ -230,6 +242,12 @@ pub struct InstallArgs {
     pub scope: Scope,
     #[arg(long, value_enum, default_value_t = Trigger::Stop)]
     pub trigger: Trigger,
+    /// How the daemon runs
+    #[arg(long, value_enum, default_value_t = DaemonMode::OnDemand)]
+    pub daemon: DaemonMode,
+    /// Seconds an on-demand daemon stays with nothing pending before it exits
+    #[arg(long, value_name = "SECS", default_value_t = crate::ondemand::DEFAULT_IDLE_EXIT, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_exit: u64,
     /// Show what would change and change nothing
     #[arg(long)]
     pub dry_run: bool,
@@ -239,6 +257,9 @@ pub struct InstallArgs {
 pub struct UninstallArgs {
     #[arg(long, value_enum, default_value_t = Scope::User)]
     pub scope: Scope,
+    /// `service` also removes the systemd / launchd unit
+    #[arg(long, value_enum)]
+    pub daemon: Option<DaemonMode>,
     #[arg(long)]
     pub dry_run: bool,
 }
@@ -273,6 +294,14 @@ pub struct RunArgs {
 pub struct ServeArgs {
     #[command(flatten)]
     pub run: RunArgs,
+    /// Started by claude-hook: exit at once if another on-demand daemon holds this data
+    /// folder, and exit once idle (see --idle-exit)
+    #[arg(long)]
+    pub on_demand: bool,
+    /// Exit after this many seconds with nothing pending and nothing running
+    /// [default with --on-demand: 300]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_exit: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -137,10 +137,32 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
             warn!(error = %e, workspace = %ctx.workspace.display(), "could not write the default prompt")
         }
     }
-    let _mark = mark_running(&ctx.data_dir);
-    info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, "serving");
+    let singleton = if a.on_demand {
+        match crate::ondemand::take_singleton(&ctx.data_dir) {
+            Some(l) => Some(l),
+            None => {
+                info!("another on-demand daemon serves this data folder; exiting");
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    } else {
+        None
+    };
+    let _registered = crate::ondemand::register(&ctx.data_dir, a.on_demand);
+    let mark = mark_running(&ctx.data_dir);
+    info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
     let grace = Duration::from_secs(a.run.shutdown_grace);
-    runtime()?.block_on(Loop::new(svc, store, &a.run, Mode::Serve).run(grace))?;
+    let mut lp = Loop::new(svc, store, &a.run, Mode::Serve);
+    let idle = a
+        .idle_exit
+        .or(a.on_demand.then_some(crate::ondemand::DEFAULT_IDLE_EXIT));
+    lp.idle = idle.map(|secs| Idle {
+        after: Duration::from_secs(secs),
+        dir: ctx.data_dir.clone(),
+        mark,
+        singleton,
+    });
+    runtime()?.block_on(lp.run(grace))?;
     info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -182,6 +204,19 @@ struct Loop {
     waiting: VecDeque<PendingEntry>,
     /// Some entry waits for a conversation to be closed: check every [`OPEN_CHECK`].
     open_waits: bool,
+    /// Entries in the store at the last look, claimed or not.
+    pending: usize,
+    /// Exit once idle for a while (`serve --idle-exit`, `--on-demand`).
+    idle: Option<Idle>,
+    idle_since: Option<Instant>,
+}
+
+/// What an idle exit needs: how long, and the locks to let go of before the last look.
+struct Idle {
+    after: Duration,
+    dir: std::path::PathBuf,
+    mark: Option<DaemonMark>,
+    singleton: Option<std::fs::File>,
 }
 
 /// How often `serve` looks whether conversations that entries wait for are still open.
@@ -242,7 +277,42 @@ impl Loop {
             running: HashMap::new(),
             waiting: VecDeque::new(),
             open_waits: false,
+            pending: 0,
+            idle: None,
+            idle_since: None,
         }
+    }
+
+    /// Whether to exit after being idle. The locks go first (a hook queuing from now on
+    /// starts a new daemon), then the store is read once more: what a hook queued before
+    /// that is seen here, and this daemon goes on instead.
+    async fn idle_exit(&mut self) -> bool {
+        let Some(idle) = self.idle.as_mut() else {
+            return false;
+        };
+        let on_demand = idle.singleton.is_some();
+        idle.singleton = None;
+        idle.mark = None;
+        let pending = self.store.snapshot().await.map_or(1, |s| s.pending.len());
+        if pending == 0 {
+            info!(
+                idle_s = idle.after.as_secs(),
+                "idle with nothing pending; exiting"
+            );
+            return true;
+        }
+        if on_demand {
+            match crate::ondemand::take_singleton(&idle.dir) {
+                Some(l) => idle.singleton = Some(l),
+                None => {
+                    info!("another on-demand daemon took over; exiting");
+                    return true;
+                }
+            }
+        }
+        idle.mark = mark_running(&idle.dir);
+        self.idle_since = None;
+        false
     }
 
     fn start(&mut self, entry: PendingEntry) {
@@ -288,6 +358,7 @@ impl Loop {
                     .pending
                     .iter()
                     .any(|p| p.waiting.as_ref().is_some_and(|w| w.open));
+                self.pending = s.pending.len();
                 queue::next_wake(&s.pending, self.svc.now())
             }
             Err(e) => {
@@ -369,6 +440,17 @@ impl Loop {
             {
                 break;
             }
+            if self.idle.is_some() {
+                if self.running.is_empty() && self.waiting.is_empty() && self.pending == 0 {
+                    self.idle_since.get_or_insert_with(Instant::now);
+                } else {
+                    self.idle_since = None;
+                }
+            }
+            let idle_at = match (&self.idle, self.idle_since) {
+                (Some(i), Some(since)) if deadline.is_none() => Some(since + i.after),
+                _ => None,
+            };
             tokio::select! {
                 Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
                     recheck = true;
@@ -418,6 +500,12 @@ impl Loop {
                             Err(e) => error!(error = %e, "checking open conversations failed"),
                         }
                     }
+                }
+                _ = async { sleep_until(idle_at.unwrap_or_else(Instant::now)).await }, if idle_at.is_some() => {
+                    if self.idle_exit().await {
+                        break;
+                    }
+                    recheck = true;
                 }
                 _ = term.recv(), if deadline.is_none() => deadline = Some(self.begin_shutdown("SIGTERM", grace).await),
                 _ = int.recv(), if deadline.is_none() => deadline = Some(self.begin_shutdown("SIGINT", grace).await),

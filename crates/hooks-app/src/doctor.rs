@@ -41,9 +41,13 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let waiting = snap.pending.iter().filter(|p| p.waiting.is_some()).count();
     let unfinished = all_runs.iter().filter(|r| r.finished_at.is_none()).count();
     let running = daemon_running(&ctx.data_dir);
+    let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let daemons = crate::ondemand::running(&ctx.data_dir);
     let v = json!({
         "dataDir": ctx.data_dir.display().to_string(),
         "daemonRunning": running,
+        "daemonMode": crate::ondemand::mode_name(mode),
+        "daemons": daemons,
         "hooks": snap.hooks.len(),
         "enabledHooks": snap.hooks.iter().filter(|h| h.enabled).count(),
         "pending": snap.pending.len(),
@@ -60,13 +64,32 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         return Ok(());
     }
     println!("data dir      {}", ctx.data_dir.display());
+    let now = time::OffsetDateTime::now_utc();
+    let described: Vec<String> = daemons
+        .iter()
+        .map(|d| {
+            let up = d["startedAt"]
+                .as_str()
+                .and_then(stamp::parse)
+                .map(|t| hooks_core::live::format_span(now - t))
+                .unwrap_or_else(|| "?".into());
+            let log = d["log"]
+                .as_str()
+                .map(|l| format!(", log {l}"))
+                .unwrap_or_default();
+            format!("pid {}, up {up}{log}", d["pid"])
+        })
+        .collect();
     println!(
-        "daemon        {}",
-        if running {
-            "running"
-        } else {
-            "not running (start it with `hooks-app serve`)"
-        }
+        "daemon        {} ({})",
+        match (running, described.is_empty()) {
+            (true, false) => described.join("; "),
+            (true, true) => "running".into(),
+            (false, _) if mode == crate::cli::DaemonMode::OnDemand =>
+                "not running; claude-hook starts one when it queues something".into(),
+            (false, _) => "not running (start it with `hooks-app serve`)".into(),
+        },
+        crate::ondemand::mode_name(mode)
     );
     println!(
         "hooks         {} ({} enabled)",
@@ -281,15 +304,41 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     }
 
     let running = daemon_running(&ctx.data_dir);
+    let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let mode_name = crate::ondemand::mode_name(mode);
+    // On demand, no daemon is fine until something is due and none was started for it.
+    let due_now = snapshot.as_ref().is_ok_and(|s| {
+        let now = time::OffsetDateTime::now_utc();
+        s.pending
+            .iter()
+            .any(|p| p.due_at.is_due(now) && p.waiting.is_none())
+    });
+    let ok = running || (mode == crate::cli::DaemonMode::OnDemand && !due_now);
     checks.push(Check {
         name: "daemon",
-        ok: running,
-        detail: if running {
-            "running".into()
-        } else {
-            "no hooks-app serve is running on this data dir".into()
+        ok,
+        detail: match (running, mode) {
+            (true, _) => format!("running ({mode_name})"),
+            (false, crate::cli::DaemonMode::OnDemand) if !due_now => {
+                "on demand: none runs now; claude-hook starts one when it queues something".into()
+            }
+            (false, crate::cli::DaemonMode::OnDemand) => {
+                "on demand, but follow-ups are due and no daemon runs".into()
+            }
+            (false, _) => format!("no hooks-app serve is running on this data dir ({mode_name})"),
         },
-        fix: (!running).then(|| "hooks-app serve (or `hooks-app tick` from cron)".into()),
+        fix: (!ok).then(|| match mode {
+            crate::cli::DaemonMode::Service => crate::ondemand::enable_command(
+                &crate::ondemand::unit_path(ctx).unwrap_or_default(),
+            ),
+            crate::cli::DaemonMode::OnDemand => format!(
+                "hooks-app serve, and see {} for why the on-demand one did not start",
+                ctx.data_dir.join(crate::ondemand::LOG_FILE).display()
+            ),
+            crate::cli::DaemonMode::None => {
+                "hooks-app serve (or `hooks-app tick` from cron)".into()
+            }
+        }),
     });
 
     let problems = checks.iter().filter(|c| !c.ok).count();

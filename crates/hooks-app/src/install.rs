@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::cli::{InstallArgs, Scope, Trigger, UninstallArgs};
+use crate::cli::{DaemonMode, InstallArgs, Scope, Trigger, UninstallArgs};
 use crate::{AppError, AppResult, Context, jsonedit};
 
 /// Seconds Claude gives the hook; it returns in milliseconds.
@@ -464,6 +464,62 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
              for this machine's path use --scope local"
         );
     }
+    daemon_setup(ctx, a)
+}
+
+/// Keeps the daemon mode for claude-hook and doctor, and writes the service unit.
+fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
+    use crate::ondemand::{self, DaemonConfig};
+    let cfg = DaemonConfig {
+        mode: a.daemon,
+        idle_exit: a.idle_exit,
+    };
+    let unit = ondemand::unit_path(ctx)?;
+    if a.dry_run {
+        println!(
+            "would set the daemon mode to {}",
+            ondemand::mode_name(a.daemon)
+        );
+        if a.daemon == DaemonMode::Service {
+            println!(
+                "would write {}:\n{}",
+                unit.display(),
+                ondemand::unit_text(ctx)?
+            );
+        }
+        return Ok(());
+    }
+    if DaemonConfig::read(&ctx.data_dir) != cfg || !ctx.data_dir.join("daemon.json").exists() {
+        cfg.write(&ctx.data_dir)?;
+    }
+    match a.daemon {
+        DaemonMode::OnDemand => println!(
+            "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {})",
+            a.idle_exit,
+            ctx.data_dir.join(ondemand::LOG_FILE).display()
+        ),
+        DaemonMode::None => {
+            println!("daemon: none (run `hooks-app serve`, or `hooks-app tick` from cron)");
+        }
+        DaemonMode::Service => {
+            let text = ondemand::unit_text(ctx)?;
+            if std::fs::read_to_string(&unit).ok().as_deref() != Some(text.as_str()) {
+                if let Some(dir) = unit.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        AppError::runtime(format!("could not create {}: {e}", dir.display()))
+                    })?;
+                }
+                std::fs::write(&unit, text).map_err(|e| {
+                    AppError::runtime(format!("could not write {}: {e}", unit.display()))
+                })?;
+            }
+            println!(
+                "daemon: service, {}; turn it on with: {}",
+                unit.display(),
+                ondemand::enable_command(&unit)
+            );
+        }
+    }
     Ok(())
 }
 
@@ -577,6 +633,23 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     let after = (!remove_file).then_some(text.as_str());
     if apply(&s, after, a.dry_run, "uninstalled")? {
         record.set(&path, None)?;
+    }
+    if a.daemon == Some(DaemonMode::Service) {
+        let unit = crate::ondemand::unit_path(ctx)?;
+        if unit.exists() {
+            println!(
+                "turn the service off first if it runs: {}",
+                crate::ondemand::disable_command(&unit)
+            );
+            if a.dry_run {
+                println!("would remove {}", unit.display());
+            } else {
+                std::fs::remove_file(&unit).map_err(|e| {
+                    AppError::runtime(format!("could not remove {}: {e}", unit.display()))
+                })?;
+                println!("{}: removed", unit.display());
+            }
+        }
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ mod daemon;
 mod doctor;
 mod install;
 mod jsonedit;
+mod ondemand;
 mod prompts;
 mod watch;
 

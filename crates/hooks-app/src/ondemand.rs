@@ -1,0 +1,354 @@
+//! How the daemon runs without a terminal: the mode `install --daemon` chose, kept in
+//! `<data-dir>/daemon.json`; starting `serve --on-demand` from `claude-hook` when something
+//! was queued and no daemon holds the data folder; the list of running daemons for
+//! `status`; and the systemd / launchd unit of the `service` mode.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use crate::cli::DaemonMode;
+use crate::{AppError, AppResult, Context, context};
+
+const CONFIG_FILE: &str = "daemon.json";
+pub const LOG_FILE: &str = "serve.log";
+/// The log is rotated (one old copy, `serve.log.1`) when a daemon starts past this size.
+const LOG_ROTATE_AT: u64 = 1024 * 1024;
+/// Seconds an on-demand daemon stays with nothing pending before it exits.
+pub const DEFAULT_IDLE_EXIT: u64 = 300;
+const SERVICE_NAME: &str = "hooks-app";
+
+/// The daemon mode and the idle time of on-demand daemons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DaemonConfig {
+    pub mode: DaemonMode,
+    pub idle_exit: u64,
+}
+
+impl DaemonConfig {
+    /// As `install` wrote it (on demand unless told otherwise). Where install never ran
+    /// with this version, `none`: no process is started in the background for a user who
+    /// did not ask for it.
+    pub fn read(data_dir: &Path) -> Self {
+        let v: Value = std::fs::read(data_dir.join(CONFIG_FILE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or(Value::Null);
+        let mode = match v["mode"].as_str() {
+            Some("on-demand") => DaemonMode::OnDemand,
+            Some("service") => DaemonMode::Service,
+            _ => DaemonMode::None,
+        };
+        Self {
+            mode,
+            idle_exit: v["idleExitSecs"].as_u64().unwrap_or(DEFAULT_IDLE_EXIT),
+        }
+    }
+
+    pub fn write(&self, data_dir: &Path) -> AppResult {
+        let text = serde_json::to_string_pretty(&json!({
+            "mode": mode_name(self.mode),
+            "idleExitSecs": self.idle_exit,
+        }))
+        .unwrap_or_default();
+        write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))
+    }
+}
+
+pub fn mode_name(m: DaemonMode) -> &'static str {
+    match m {
+        DaemonMode::OnDemand => "on-demand",
+        DaemonMode::Service => "service",
+        DaemonMode::None => "none",
+    }
+}
+
+fn write_private(path: &Path, text: &str) -> AppResult {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            std::fs::rename(&tmp, path)
+        })
+        .map_err(|e| AppError::runtime(format!("could not write {}: {e}", path.display())))
+}
+
+/// Environment Claude Code gives its hooks that must not reach the follow-ups a daemon
+/// started from a hook runs (a `claude` that sees them takes itself for a nested session).
+const HOOK_ONLY_ENV: [&str; 5] = [
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+    "CLAUDE_PROJECT_DIR",
+    "CLAUDE_ENV_FILE",
+];
+
+/// Starts `serve --on-demand` in the background when the mode is on demand and no daemon
+/// holds the data folder. Returns whether one was started. Two hooks racing may both start
+/// one; the second finds the first holding `ondemand.lock` and exits at once.
+pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
+    let cfg = DaemonConfig::read(&ctx.data_dir);
+    if cfg.mode != DaemonMode::OnDemand || crate::daemon::daemon_running(&ctx.data_dir) {
+        return Ok(false);
+    }
+    let log_path = ctx.data_dir.join(LOG_FILE);
+    rotate(&log_path);
+    let log = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&log_path)
+        .map_err(|e| AppError::runtime(format!("could not open {}: {e}", log_path.display())))?;
+    let exe = std::env::current_exe()
+        .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("--data-dir")
+        .arg(&ctx.data_dir)
+        .arg("--claude-home")
+        .arg(&ctx.claude_home)
+        .arg("--claude-bin")
+        .arg(claude_for_daemon(&ctx.claude_bin))
+        .arg("--workspace")
+        .arg(&ctx.workspace)
+        .arg("--done-marker")
+        .arg(&ctx.done_marker)
+        .args(["serve", "--on-demand", "--idle-exit"])
+        .arg(cfg.idle_exit.to_string())
+        .current_dir(&ctx.data_dir)
+        .stdin(Stdio::null())
+        .stdout(
+            log.try_clone()
+                .map_err(|e| AppError::runtime(e.to_string()))?,
+        )
+        .stderr(log);
+    for k in HOOK_ONLY_ENV {
+        cmd.env_remove(k);
+    }
+    // SAFETY: setsid(2) is async-signal-safe; between fork and exec it only detaches the
+    // child into a session of its own, out of reach of the hook's process group and terminal.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    // Not waited for: it outlives this hook, and init reaps it.
+    cmd.spawn()
+        .map_err(|e| AppError::runtime(format!("could not start the daemon: {e}")))?;
+    Ok(true)
+}
+
+/// The `claude` the daemon will run, as a path: the one named, the one on `PATH`, or else
+/// the Claude Code process this hook runs under (claude → /bin/sh -c → this hook). Claude
+/// Code's own "local" install is reached through a shell alias that a daemon's PATH does
+/// not have; the process that ran the hook is that very binary.
+fn claude_for_daemon(bin: &Path) -> PathBuf {
+    if bin.components().count() > 1 {
+        return bin.to_owned();
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(bin))
+            .find(|p| p.is_file())
+    });
+    if let Some(p) = on_path {
+        return p;
+    }
+    let mut pid = std::process::id();
+    for _ in 0..4 {
+        let Some(stat) = hooks_meta::live::proc_stat(pid) else {
+            break;
+        };
+        pid = stat.ppid;
+        if pid <= 1 {
+            break;
+        }
+        if let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe"))
+            && exe
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("claude"))
+        {
+            return exe;
+        }
+    }
+    bin.to_owned()
+}
+
+fn rotate(log: &Path) {
+    if std::fs::metadata(log).is_ok_and(|m| m.len() >= LOG_ROTATE_AT) {
+        let _ = std::fs::rename(log, log.with_extension("log.1"));
+    }
+}
+
+/// The exclusive lock an on-demand daemon holds: at most one runs per data folder.
+pub fn take_singleton(data_dir: &Path) -> Option<File> {
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(data_dir.join("ondemand.lock"))
+        .ok()?;
+    f.try_lock().ok()?;
+    Some(f)
+}
+
+/// A running daemon's entry in `<data-dir>/daemons/`, removed when it stops.
+pub struct Registration(PathBuf);
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+pub fn register(data_dir: &Path, on_demand: bool) -> Option<Registration> {
+    let me = hooks_meta::live::this_process()?;
+    let dir = data_dir.join("daemons");
+    std::fs::create_dir_all(&dir).ok()?;
+    let path = dir.join(format!("{}.json", me.pid));
+    let v = json!({
+        "pid": me.pid,
+        "procStart": me.start,
+        "startedAt": hooks_core::stamp::format(time::OffsetDateTime::now_utc()),
+        "mode": if on_demand { "on-demand" } else { "serve" },
+        "log": on_demand.then(|| data_dir.join(LOG_FILE)),
+    });
+    write_private(&path, &v.to_string()).ok()?;
+    Some(Registration(path))
+}
+
+/// The daemons running on this data folder now, as they registered; stale entries (a
+/// daemon killed) are passed over.
+pub fn running(data_dir: &Path) -> Vec<Value> {
+    let Ok(rd) = std::fs::read_dir(data_dir.join("daemons")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<Value> = rd
+        .flatten()
+        .filter_map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).ok()?).ok())
+        .filter(|v| {
+            let (Some(pid), Some(start)) = (v["pid"].as_u64(), v["procStart"].as_u64()) else {
+                return false;
+            };
+            u32::try_from(pid)
+                .is_ok_and(|pid| hooks_meta::live::is_alive(&hooks_core::ProcessRef { pid, start }))
+        })
+        .collect();
+    out.sort_by_key(|v| v["pid"].as_u64());
+    out
+}
+
+/// Where the service unit goes on this system, and the commands that turn it on and off.
+pub fn unit_path(ctx: &Context) -> AppResult<PathBuf> {
+    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
+    Ok(if cfg!(target_os = "macos") {
+        home.join("Library/LaunchAgents/dev.hooks-app.serve.plist")
+    } else {
+        let base = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| home.join(".config"), PathBuf::from);
+        let _ = ctx;
+        base.join(format!("systemd/user/{SERVICE_NAME}.service"))
+    })
+}
+
+pub fn enable_command(unit: &Path) -> String {
+    if cfg!(target_os = "macos") {
+        format!(
+            "launchctl load -w {}",
+            context::shell_quote(&unit.to_string_lossy())
+        )
+    } else {
+        format!(
+            "systemctl --user daemon-reload && systemctl --user enable --now {SERVICE_NAME}.service"
+        )
+    }
+}
+
+pub fn disable_command(unit: &Path) -> String {
+    if cfg!(target_os = "macos") {
+        format!(
+            "launchctl unload -w {}",
+            context::shell_quote(&unit.to_string_lossy())
+        )
+    } else {
+        format!("systemctl --user disable --now {SERVICE_NAME}.service")
+    }
+}
+
+/// The unit's text: `serve` on this data folder, restarted if it fails.
+pub fn unit_text(ctx: &Context) -> AppResult<String> {
+    let exe = std::env::current_exe()
+        .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
+    let args = [
+        exe.to_string_lossy().into_owned(),
+        "--data-dir".into(),
+        ctx.data_dir.to_string_lossy().into_owned(),
+        "--claude-home".into(),
+        ctx.claude_home.to_string_lossy().into_owned(),
+        "--workspace".into(),
+        ctx.workspace.to_string_lossy().into_owned(),
+        "serve".into(),
+    ];
+    Ok(if cfg!(target_os = "macos") {
+        let items: String = args
+            .iter()
+            .map(|a| format!("    <string>{}</string>\n", xml_escape(a)))
+            .collect();
+        format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\">\n<dict>\n  <key>Label</key><string>dev.hooks-app.serve</string>\n  <key>ProgramArguments</key>\n  <array>\n{items}  </array>\n  <key>RunAtLoad</key><true/>\n  <key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>\n  <key>StandardErrorPath</key><string>{}</string>\n</dict>\n</plist>\n",
+            xml_escape(&ctx.data_dir.join(LOG_FILE).to_string_lossy())
+        )
+    } else {
+        let exec: Vec<String> = args.iter().map(|a| systemd_quote(a)).collect();
+        format!(
+            "# Written by `hooks-app install --daemon service`; removed by `hooks-app uninstall --daemon service`.\n\
+             [Unit]\nDescription=hooks-app: follow-ups for finished Claude Code conversations\n\n\
+             [Service]\nExecStart={}\nRestart=on-failure\nRestartSec=5\n\
+             # The follow-ups run claude, which needs its credentials: put ANTHROPIC_API_KEY (or\n\
+             # what your set-up uses) in ~/.config/hooks-app/env.\n\
+             EnvironmentFile=-%h/.config/hooks-app/env\n\n\
+             [Install]\nWantedBy=default.target\n",
+            exec.join(" ")
+        )
+    })
+}
+
+fn systemd_quote(s: &str) -> String {
+    if !s.is_empty() && !s.contains([' ', '"', '\'', '\\', '%', '$', ';']) {
+        s.to_owned()
+    } else {
+        format!(
+            "\"{}\"",
+            s.replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('%', "%%")
+                .replace('$', "$$")
+        )
+    }
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

@@ -1,0 +1,170 @@
+//! The daemon on demand: nobody starts `serve`; Claude Code's own hook does when it queues
+//! something, and the daemon goes away once idle.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use hooks_testkit::wait_until;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn daemons(app: &App) -> Vec<Value> {
+    app.json(&["status"])["daemons"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn serve_log(app: &App) -> String {
+    std::fs::read_to_string(app.data_dir().join("serve.log")).unwrap_or_default()
+}
+
+#[test]
+fn a_finished_conversation_is_followed_up_with_no_serve_started_by_anyone() {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    let out = app.ok(&["install", "--idle-exit", "3"]);
+    assert!(out.contains("daemon: on demand"), "{out}");
+    // Past the daemon's quiet period (5 s), so the first look finds the transcript quiet.
+    app.ok(&["hooks", "update", "post-task", "--delay", "6"]);
+    assert!(daemons(&app).is_empty());
+
+    // The user's conversation ends with DONE; Claude's Stop hook queues the follow-up and
+    // starts a daemon, which resumes the conversation.
+    let sid = app.claude("build the feature SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let ran = wait_until(60, || {
+        app.runs()
+            .first()
+            .is_some_and(|r| r["finishedAt"].is_string())
+    });
+    assert!(ran, "followed up: {:?}\n{}", app.pending(), serve_log(&app));
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["sessionId"], sid.as_str());
+    assert_eq!(runs[0]["status"], "ok", "{}", serve_log(&app));
+
+    // Idle with nothing pending, it goes away, and leaves nothing running.
+    assert!(
+        wait_until(30, || daemons(&app).is_empty()
+            && app.env.leftovers().is_empty()),
+        "the daemon exits once idle: {:?} {:?}",
+        daemons(&app),
+        app.env.leftovers()
+    );
+    let log = serve_log(&app);
+    assert!(
+        log.contains("serving")
+            && log.contains("on_demand=true")
+            && log.contains("idle with nothing pending"),
+        "{log}"
+    );
+    let doctor = app.ok(&["doctor"]);
+    assert!(
+        doctor.contains("ok   daemon") && doctor.contains("on demand"),
+        "{doctor}"
+    );
+}
+
+/// A Stop event that says DONE, as Claude Code gives it to the hook.
+fn stop_event(app: &App, sid: &str) -> String {
+    let t = app.transcript(sid, &app.proj, 1000);
+    json!({"hook_event_name": "Stop", "session_id": sid, "cwd": app.proj,
+        "transcript_path": t, "last_assistant_message": "all done\nDONE"})
+    .to_string()
+}
+
+#[test]
+fn two_hooks_at_once_start_at_most_one_daemon_and_it_serves_both() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--idle-exit", "2"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    let events: Vec<String> = ["d1", "d2"].iter().map(|s| stop_event(&app, s)).collect();
+    let hooks: Vec<_> = events
+        .iter()
+        .map(|e| {
+            let mut c = app
+                .cmd(&["claude-hook"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            c.stdin.take().unwrap().write_all(e.as_bytes()).unwrap();
+            c
+        })
+        .collect();
+    for h in hooks {
+        let o = h.wait_with_output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(o.stdout.is_empty(), "the hook prints nothing on stdout");
+    }
+    assert!(
+        wait_until(60, || app.runs().len() == 2
+            && app.runs().iter().all(|r| r["finishedAt"].is_string())),
+        "{:?}\n{}",
+        app.runs(),
+        serve_log(&app)
+    );
+    let owners: std::collections::BTreeSet<String> = app
+        .runs()
+        .iter()
+        .map(|r| r["owner"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(owners.len(), 1, "one daemon ran both: {owners:?}");
+    assert!(
+        wait_until(30, || daemons(&app).is_empty()
+            && app.env.leftovers().is_empty()),
+        "{:?}",
+        app.env.leftovers()
+    );
+    let started = serve_log(&app).matches("on_demand=true").count();
+    assert!(started <= 1, "at most one served: {}", serve_log(&app));
+}
+
+#[test]
+fn the_service_mode_writes_a_user_unit_and_uninstall_takes_it_away() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let out = app.ok(&["install", "--daemon", "service"]);
+    let unit = app
+        .env
+        .home()
+        .join(".config/systemd/user/hooks-app.service");
+    assert!(
+        out.contains(&unit.display().to_string())
+            && out.contains("systemctl --user enable --now hooks-app.service"),
+        "{out}"
+    );
+    let text = std::fs::read_to_string(&unit).unwrap();
+    let exec = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(exec.starts_with(APP) && exec.ends_with(" serve"), "{exec}");
+    assert!(
+        exec.contains(&app.data_dir().display().to_string()),
+        "{exec}"
+    );
+    assert!(
+        text.contains("[Install]\nWantedBy=default.target"),
+        "{text}"
+    );
+    let status = app.json(&["status"]);
+    assert_eq!(status["daemonMode"], "service");
+    // Not enabled (no systemd here): doctor says how.
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("FAIL daemon") && doctor.contains("systemctl --user"),
+        "{doctor}"
+    );
+
+    let out = app.ok(&["uninstall", "--daemon", "service"]);
+    assert!(out.contains("systemctl --user disable --now"), "{out}");
+    assert!(!unit.exists());
+}
