@@ -15,40 +15,51 @@ use serde_json::{Map, Value};
 /// The whole store file. Every hook and pending entry is kept as its stored bytes until an
 /// operation needs it, and fields this project does not know are kept as they are: reading
 /// a large store is a scan, and writing it back copies what did not change.
-#[derive(Debug, Default)]
-pub struct FileDto {
-    pub hooks: BTreeMap<String, Box<RawValue>>,
-    pub pending: Vec<Box<RawValue>>,
-    pub extra: Vec<(String, Box<RawValue>)>,
+///
+/// `V` is how a stored piece is held: owned (`Box<RawValue>`, the default), or borrowed from
+/// the bytes read (`&RawValue`) where an operation only adds to the file.
+#[derive(Debug)]
+pub struct FileDto<V = Box<RawValue>> {
+    pub hooks: BTreeMap<String, V>,
+    pub pending: Vec<V>,
+    pub extra: Vec<(String, V)>,
 }
 
-impl<'de> Deserialize<'de> for FileDto {
+impl<V> Default for FileDto<V> {
+    fn default() -> Self {
+        Self {
+            hooks: BTreeMap::new(),
+            pending: Vec::new(),
+            extra: Vec::new(),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for FileDto<T> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = FileDto;
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = FileDto<T>;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
                 f.write_str("an object with \"hooks\" and \"pending\"")
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
                 mut m: A,
-            ) -> Result<FileDto, A::Error> {
+            ) -> Result<FileDto<T>, A::Error> {
                 let mut out = FileDto::default();
                 while let Some(k) = m.next_key::<String>()? {
                     match k.as_str() {
                         "hooks" => {
                             out.hooks = m
-                                .next_value::<Option<BTreeMap<String, Box<RawValue>>>>()?
+                                .next_value::<Option<BTreeMap<String, T>>>()?
                                 .unwrap_or_default()
                         }
                         "pending" => {
-                            out.pending = m
-                                .next_value::<Option<Vec<Box<RawValue>>>>()?
-                                .unwrap_or_default()
+                            out.pending = m.next_value::<Option<Vec<T>>>()?.unwrap_or_default()
                         }
                         _ => {
-                            let v = m.next_value::<Box<RawValue>>()?;
+                            let v = m.next_value::<T>()?;
                             out.extra.push((k, v));
                         }
                     }
@@ -56,11 +67,11 @@ impl<'de> Deserialize<'de> for FileDto {
                 Ok(out)
             }
         }
-        d.deserialize_map(V)
+        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 
-impl Serialize for FileDto {
+impl<V: Serialize> Serialize for FileDto<V> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let mut m = s.serialize_map(Some(2 + self.extra.len()))?;

@@ -185,22 +185,32 @@ impl JsonStore {
 
     /// Reads and parses the store file.
     pub fn read_file(&self) -> Result<FileDto, StoreError> {
-        let bytes = fs::read(&self.path).map_err(|e| match e.kind() {
+        Self::parse(&self.path, &self.read_bytes()?)
+    }
+
+    fn read_bytes(&self) -> Result<Vec<u8>, StoreError> {
+        fs::read(&self.path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => StoreError::Io(format!(
                 "{} does not exist (run `hooks-app init`)",
                 self.path.display()
             )),
             _ => io_err(&self.path, "read", &e),
-        })?;
-        let file: FileDto = serde_json::from_slice(&bytes).map_err(|e| {
+        })
+    }
+
+    /// The file's pieces, owned or borrowed from `bytes`.
+    fn parse<'a, V: serde::Deserialize<'a>>(
+        path: &Path,
+        bytes: &'a [u8],
+    ) -> Result<FileDto<V>, StoreError> {
+        serde_json::from_slice(bytes).map_err(|e| {
             StoreError::Corrupt(format!(
                 "{}: not a valid store file at line {}, column {}: {e} (the last good copy is {BACKUP_FILE}; the file was left as it is)",
-                self.path.display(),
+                path.display(),
                 e.line(),
                 e.column()
             ))
-        })?;
-        Ok(file)
+        })
     }
 
     fn read_state(&self) -> Result<State, StoreError> {
@@ -232,7 +242,9 @@ impl JsonStore {
     }
 
     /// The rules of every hook, read without their histories.
-    fn rules(file: &FileDto) -> Result<Vec<HookRules>, StoreError> {
+    fn rules<V: std::ops::Deref<Target = RawValue>>(
+        file: &FileDto<V>,
+    ) -> Result<Vec<HookRules>, StoreError> {
         file.hooks
             .iter()
             .map(|(k, raw)| RulesDto::read(k, raw).map_err(|e| invalid_hook(k, &e)))
@@ -241,7 +253,10 @@ impl JsonStore {
 
     /// The valid entries whose session `wanted` accepts. The others are only scanned for
     /// their key, borrowed from the file's bytes, and stay as they are stored.
-    fn entries_of(file: &FileDto, wanted: impl Fn(&str) -> bool) -> Vec<PendingEntry> {
+    fn entries_of<V: std::ops::Deref<Target = RawValue>>(
+        file: &FileDto<V>,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Vec<PendingEntry> {
         file.pending
             .iter()
             .filter(|raw| {
@@ -265,7 +280,10 @@ impl JsonStore {
         plan: impl FnOnce(&[HookRules], &[PendingEntry]) -> (T, Vec<PendingEntry>),
     ) -> Result<(T, Vec<EnqueueResult>), StoreError> {
         let _lock = self.lock()?;
-        let mut file = self.read_file()?;
+        // Borrowed from the bytes read: only the new entries are owned.
+        let added: Vec<Box<RawValue>>;
+        let bytes = self.read_bytes()?;
+        let mut file: FileDto<&RawValue> = Self::parse(&self.path, &bytes)?;
         let rules = Self::rules(&file)?;
         let mut related = Self::entries_of(&file, |s| sessions.iter().any(|w| w.as_str() == s));
         let (out, entries) = plan(&rules, &related);
@@ -276,13 +294,15 @@ impl JsonStore {
             entries,
         );
         if related.len() > before {
-            for e in &related[before..] {
-                let raw = serde_json::value::to_raw_value(&PendingDto::from_entry(e, Map::new()))
-                    .map_err(|err| {
-                    StoreError::Io(format!("could not serialise an entry: {err}"))
-                })?;
-                file.pending.push(raw);
-            }
+            added = related[before..]
+                .iter()
+                .map(|e| {
+                    serde_json::value::to_raw_value(&PendingDto::from_entry(e, Map::new())).map_err(
+                        |err| StoreError::Io(format!("could not serialise an entry: {err}")),
+                    )
+                })
+                .collect::<Result<_, _>>()?;
+            file.pending.extend(added.iter().map(AsRef::as_ref));
             self.write(&file)?;
         }
         Ok((out, results))
@@ -313,19 +333,20 @@ impl JsonStore {
         Ok(out)
     }
 
-    fn write(&self, file: &FileDto) -> Result<(), StoreError> {
-        let mut bytes = serde_json::to_vec_pretty(file).map_err(|e| {
-            StoreError::Io(format!("{}: could not serialise: {e}", self.path.display()))
-        })?;
-        bytes.push(b'\n');
+    fn write<V: serde::Serialize>(&self, file: &FileDto<V>) -> Result<(), StoreError> {
         let tmp = self.dir.join(format!(
             "{TEMP_PREFIX}{}.{}",
             std::process::id(),
             fsutil::nonce()
         ));
         let result = (|| -> std::io::Result<()> {
-            let mut f = fsutil::create_private(&tmp)?;
-            f.write_all(&bytes)?;
+            // Streamed to the file: a large store is never held twice in memory.
+            let mut w = std::io::BufWriter::with_capacity(64 * 1024, fsutil::create_private(&tmp)?);
+            serde_json::to_writer_pretty(&mut w, file).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")?;
+            let f = w
+                .into_inner()
+                .map_err(std::io::IntoInnerError::into_error)?;
             f.sync_all()?;
             failpoint("after-temp-write");
             if self.path.exists() {
