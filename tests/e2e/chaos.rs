@@ -78,6 +78,16 @@ impl Daemon {
     }
 }
 
+impl Drop for Daemon {
+    /// A test that fails half-way leaves no daemon running (paused ones included).
+    fn drop(&mut self) {
+        if self.child.try_wait().is_ok_and(|s| s.is_none()) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 fn now_ns() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
