@@ -331,8 +331,9 @@ fn project_scope_writes_a_portable_command_and_local_scope_this_machines_path() 
 
     // Run as Claude Code runs it (/bin/sh -c), with a Stop event that says DONE.
     let t = app.transcript("p1", &app.proj, 1000);
+    // Larger than a pipe's buffer: a command that did not read it all would break the pipe.
     let event = json!({"hook_event_name": "Stop", "session_id": "p1", "cwd": app.proj,
-        "transcript_path": t, "last_assistant_message": "all done\nDONE"})
+        "transcript_path": t, "last_assistant_message": "all done\nDONE", "padding": "x".repeat(256 * 1024)})
     .to_string();
     let bin_dir = app.env.dir.path().join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();

@@ -394,8 +394,10 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
         cmd.push_str(" --done-marker ");
         cmd.push_str(&crate::context::shell_quote(&ctx.done_marker));
     }
+    // Where hooks-app is missing, the event on stdin is still read (a hook that exits
+    // without reading it leaves Claude Code writing into a closed pipe), and the exit is 0.
     Ok(format!(
-        "command -v hooks-app >/dev/null 2>&1 && exec {cmd} claude-hook{args} || true"
+        "command -v hooks-app >/dev/null 2>&1 && exec {cmd} claude-hook{args} || cat >/dev/null"
     ))
 }
 
