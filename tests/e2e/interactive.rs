@@ -139,6 +139,7 @@ fn an_open_tui_conversation_is_never_resumed_and_is_followed_up_once_the_person_
         app.pending()
     );
     let took = exited.elapsed();
+    eprintln!("followed up {took:?} after the TUI exited");
     let log = stop(serve);
     assert!(
         took < Duration::from_secs(20),
@@ -203,6 +204,7 @@ fn a_killed_tui_is_noticed_without_a_session_end_and_then_followed_up() {
         app.pending()
     );
     let took = killed.elapsed();
+    eprintln!("followed up {took:?} after the TUI was killed");
     let log = stop(serve);
     assert!(
         took < Duration::from_secs(20),
