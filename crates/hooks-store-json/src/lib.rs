@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 use time::Duration;
 
 pub use dto::FileDto;
-use dto::{HookDto, KeyDto, PendingDto, RulesDto, RunDto};
+use dto::{AppendView, HookDto, KeyDto, PendingDto, RulesDto, RunDto};
 use fsutil::{DirLock, create_dir_private, io_err};
 
 /// The store file's name in the data folder.
@@ -253,12 +253,12 @@ impl JsonStore {
 
     /// The valid entries whose session `wanted` accepts. The others are only scanned for
     /// their key, borrowed from the file's bytes, and stay as they are stored.
-    fn entries_of<V: std::ops::Deref<Target = RawValue>>(
-        file: &FileDto<V>,
+    fn entries_of<'r>(
+        pending: impl IntoIterator<Item = &'r RawValue>,
         wanted: impl Fn(&str) -> bool,
     ) -> Vec<PendingEntry> {
-        file.pending
-            .iter()
+        pending
+            .into_iter()
             .filter(|raw| {
                 serde_json::from_str::<KeyDto>(raw.get()).is_ok_and(|k| wanted(&k.session_id))
             })
@@ -280,12 +280,40 @@ impl JsonStore {
         plan: impl FnOnce(&[HookRules], &[PendingEntry]) -> (T, Vec<PendingEntry>),
     ) -> Result<(T, Vec<EnqueueResult>), StoreError> {
         let _lock = self.lock()?;
+        let bytes = self.read_bytes()?;
+        let wanted = |s: &str| sessions.iter().any(|w| w.as_str() == s);
+        // The quick way, for a file with entries already: one pass that reads the hooks'
+        // rules without copying them, and new entries written in after the last one, the
+        // rest of the file copied as it is. Anything unusual takes the full way below,
+        // which also gives the precise error.
+        if let Ok(view) = serde_json::from_slice::<AppendView>(&bytes)
+            && let Some(at) = view.pending.last().and_then(|l| end_of(&bytes, l))
+            && let Ok(rules) = view
+                .hooks
+                .into_iter()
+                .map(|(k, d)| d.rules(&k).map_err(|e| invalid_hook(&k, &e)))
+                .collect::<Result<Vec<_>, _>>()
+        {
+            let mut related = Self::entries_of(view.pending.iter().copied(), wanted);
+            let (out, entries) = plan(&rules, &related);
+            let before = related.len();
+            let results =
+                queue::enqueue(&mut related, |h| rules.iter().any(|r| r.id == *h), entries);
+            if related.len() > before {
+                let insert = entries_text(&bytes, &view.pending, at, &related[before..])?;
+                self.write_with(|w| {
+                    w.write_all(&bytes[..at])?;
+                    w.write_all(&insert)?;
+                    w.write_all(&bytes[at..])
+                })?;
+            }
+            return Ok((out, results));
+        }
         // Borrowed from the bytes read: only the new entries are owned.
         let added: Vec<Box<RawValue>>;
-        let bytes = self.read_bytes()?;
         let mut file: FileDto<&RawValue> = Self::parse(&self.path, &bytes)?;
         let rules = Self::rules(&file)?;
-        let mut related = Self::entries_of(&file, |s| sessions.iter().any(|w| w.as_str() == s));
+        let mut related = Self::entries_of(file.pending.iter().copied(), wanted);
         let (out, entries) = plan(&rules, &related);
         let before = related.len();
         let results = queue::enqueue(
@@ -334,6 +362,18 @@ impl JsonStore {
     }
 
     fn write<V: serde::Serialize>(&self, file: &FileDto<V>) -> Result<(), StoreError> {
+        self.write_with(|w| {
+            serde_json::to_writer_pretty(&mut *w, file).map_err(std::io::Error::other)?;
+            w.write_all(b"\n")
+        })
+    }
+
+    /// Replaces the file durably with what `body` writes: temp file, fsync, `.bak` link,
+    /// rename, folder fsync.
+    fn write_with(
+        &self,
+        body: impl FnOnce(&mut std::io::BufWriter<fs::File>) -> std::io::Result<()>,
+    ) -> Result<(), StoreError> {
         let tmp = self.dir.join(format!(
             "{TEMP_PREFIX}{}.{}",
             std::process::id(),
@@ -342,8 +382,7 @@ impl JsonStore {
         let result = (|| -> std::io::Result<()> {
             // Streamed to the file: a large store is never held twice in memory.
             let mut w = std::io::BufWriter::with_capacity(64 * 1024, fsutil::create_private(&tmp)?);
-            serde_json::to_writer_pretty(&mut w, file).map_err(std::io::Error::other)?;
-            w.write_all(b"\n")?;
+            body(&mut w)?;
             let f = w
                 .into_inner()
                 .map_err(std::io::IntoInnerError::into_error)?;
@@ -366,6 +405,58 @@ impl JsonStore {
     fn runs_path(&self) -> PathBuf {
         self.dir.join(RUNS_FILE)
     }
+}
+
+/// Where `piece` (a value borrowed from `bytes`) ends in `bytes`.
+fn end_of(bytes: &[u8], piece: &RawValue) -> Option<usize> {
+    let start = (piece.get().as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
+    let end = start + piece.get().len();
+    (end <= bytes.len()).then_some(end)
+}
+
+/// The text that puts `entries` after the last pending entry (which ends at `at`), laid out
+/// like the entries before it: the same separator, each line at the same indentation.
+fn entries_text(
+    bytes: &[u8],
+    pending: &[&RawValue],
+    at: usize,
+    entries: &[PendingEntry],
+) -> Result<Vec<u8>, StoreError> {
+    let last = pending.last().map_or("", |l| l.get());
+    let last_start = at - last.len();
+    let line_start = bytes[..last_start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map(|i| i + 1);
+    let indent = line_start
+        .map(|s| &bytes[s..last_start])
+        .filter(|i| i.iter().all(|b| *b == b' ' || *b == b'\t'));
+    let sep: Vec<u8> = match pending.len() {
+        n if n >= 2 => {
+            let prev = pending[n - 2];
+            let prev_end = end_of(bytes, prev).unwrap_or(last_start);
+            bytes[prev_end..last_start].to_vec()
+        }
+        _ => match indent {
+            Some(i) => [b",\n".as_slice(), i].concat(),
+            None => b",".to_vec(),
+        },
+    };
+    let mut out = Vec::new();
+    for e in entries {
+        let dto = PendingDto::from_entry(e, Map::new());
+        let text = match indent {
+            Some(i) => serde_json::to_string_pretty(&dto).map(|t| {
+                let i = String::from_utf8_lossy(i);
+                t.replace('\n', &format!("\n{i}"))
+            }),
+            None => serde_json::to_string(&dto),
+        }
+        .map_err(|err| StoreError::Io(format!("could not serialise an entry: {err}")))?;
+        out.extend_from_slice(&sep);
+        out.extend_from_slice(text.as_bytes());
+    }
+    Ok(out)
 }
 
 #[cfg(feature = "failpoints")]

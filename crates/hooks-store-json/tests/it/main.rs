@@ -334,3 +334,47 @@ async fn run_log_is_append_only_json_lines() {
         0o600
     );
 }
+
+#[tokio::test]
+async fn an_enqueue_writes_its_entries_in_after_the_last_and_leaves_every_other_byte() {
+    let compact = r#"{"hooks":{"post-task":{"id":"post-task","name":"P","event":"conversation-done","delaySeconds":10,"promptFile":".claude/agents/hooks/post-task.md","enabled":true,"history":{"2026-11-01T00:00:00+0000":"old"}}},"pending":[{"hookId":"post-task","sessionId":"a1","dueAt":"2099-01-01T00:00:00+0000","retries":0}],"x-keep":[1,2]}"#;
+    let original = fs::read_to_string(fixture("original-v1.json")).unwrap();
+    for text in [original.as_str(), compact] {
+        let (dir, store) = store_with(text);
+        let before: Value = serde_json::from_str(text).unwrap();
+        let n = before["pending"].as_array().unwrap().len();
+        store
+            .enqueue(vec![due_entry("new-1", now()), due_entry("new-2", now())])
+            .await
+            .unwrap();
+        let after = fs::read_to_string(dir.path().join(STORE_FILE)).unwrap();
+        let v: Value = serde_json::from_str(&after).unwrap_or_else(|e| panic!("{e}: {after}"));
+        let pending = v["pending"].as_array().unwrap();
+        assert_eq!(pending.len(), n + 2, "{after}");
+        assert_eq!(&pending[..n], &before["pending"].as_array().unwrap()[..]);
+        assert_eq!(pending[n]["sessionId"], "new-1");
+        assert_eq!(pending[n + 1]["sessionId"], "new-2");
+        // Everything but the new entries is byte for byte what was there.
+        let last = before["pending"][n - 1]["sessionId"].as_str().unwrap();
+        let cut = text.find(&format!("\"{last}\"")).unwrap();
+        let at = cut + text[cut..].find('}').unwrap() + 1;
+        assert_eq!(&after[..at], &text[..at]);
+        assert!(after.ends_with(&text[at..]), "{after}");
+        // Laid out like its neighbours.
+        let inserted = &after[at..after.len() - (text.len() - at)];
+        assert_eq!(
+            inserted.contains('\n'),
+            text[..at].contains("\n    {"),
+            "{inserted:?}"
+        );
+        // And a second enqueue of the same pair changes nothing.
+        store
+            .enqueue(vec![due_entry("new-1", now())])
+            .await
+            .unwrap();
+        assert_eq!(
+            fs::read_to_string(dir.path().join(STORE_FILE)).unwrap(),
+            after
+        );
+    }
+}
