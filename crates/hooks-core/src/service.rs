@@ -491,22 +491,8 @@ impl Service {
             Some(r) => r.outcome.status(),
             None => {
                 let status = decide::interrupted();
-                self.ports
-                    .store
-                    .append_run(&RunRecord {
-                        run_id: Some(lease.run_id.clone()),
-                        hook_id: lease.hook_id.clone(),
-                        session_id: session.clone(),
-                        owner: Some(lease.owner.clone()),
-                        process: lease.child,
-                        started_at: lease.started_at,
-                        finished_at: Some(self.now()),
-                        outcome: RunOutcome {
-                            status: Some(status.clone()),
-                            ..RunOutcome::default()
-                        },
-                    })
-                    .await?;
+                let record = self.ended_without_result(session, lease, status.clone());
+                self.ports.store.append_run(&record).await?;
                 status
             }
         };
@@ -567,6 +553,29 @@ impl Service {
             out.push((session, lease, Some(status)));
         }
         Ok(out)
+    }
+
+    /// The final run-log record of the run `lease` stands for, ended now with `status` and
+    /// no result of its own.
+    fn ended_without_result(
+        &self,
+        session: &SessionId,
+        lease: &RunLease,
+        status: Status,
+    ) -> RunRecord {
+        RunRecord {
+            run_id: Some(lease.run_id.clone()),
+            hook_id: lease.hook_id.clone(),
+            session_id: session.clone(),
+            owner: Some(lease.owner.clone()),
+            process: lease.child,
+            started_at: lease.started_at,
+            finished_at: Some(self.now()),
+            outcome: RunOutcome {
+                status: Some(status),
+                ..RunOutcome::default()
+            },
+        }
     }
 
     fn new_lease(&self, hook: &HookId, started_at: Timestamp) -> RunLease {
@@ -747,19 +756,7 @@ impl Service {
         lease: &RunLease,
     ) -> Result<(), ServiceError> {
         let status = Status::error("interrupted by shutdown");
-        let record = RunRecord {
-            run_id: Some(lease.run_id.clone()),
-            hook_id: lease.hook_id.clone(),
-            session_id: session.clone(),
-            owner: Some(lease.owner.clone()),
-            process: lease.child,
-            started_at: lease.started_at,
-            finished_at: Some(self.now()),
-            outcome: RunOutcome {
-                status: Some(status.clone()),
-                ..RunOutcome::default()
-            },
-        };
+        let record = self.ended_without_result(session, lease, status.clone());
         self.ports.store.append_run(&record).await?;
         let hook_record = HookRecord {
             status,
