@@ -223,3 +223,23 @@ fn sigterm_stops_runs_past_the_grace_and_releases_unstarted_claims() {
     assert_eq!(app.fake_log().len(), 3);
     assert!(app.pending().is_empty());
 }
+
+#[test]
+fn a_daemon_whose_data_folder_is_deleted_exits() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let mut serve = app.spawn(&["serve"]);
+    assert!(
+        wait_until(10, || app.data_dir().join("serve.lock").exists()),
+        "serving"
+    );
+    std::fs::remove_dir_all(app.data_dir()).unwrap();
+    let gone = wait_until(30, || serve.try_wait().unwrap().is_some());
+    if !gone {
+        signal(&serve, libc::SIGKILL);
+    }
+    let out = serve.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(gone, "it exits on its own: {log}");
+    assert!(log.contains("the data folder is gone"), "{log}");
+}

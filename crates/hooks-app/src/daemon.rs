@@ -427,6 +427,12 @@ impl Loop {
                         }
                     });
                     recheck = false;
+                    // Its folder deleted (a user's clean-up, a temporary folder gone), a
+                    // daemon has nothing left to serve and would otherwise stay forever.
+                    if self.running.is_empty() && !self.store.dir().exists() {
+                        warn!(data_dir = %self.store.dir().display(), "the data folder is gone; exiting");
+                        break;
+                    }
                 }
                 while self.running.len() < self.concurrency {
                     let Some(e) = self.waiting.pop_front() else {
