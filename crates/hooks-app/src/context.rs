@@ -156,3 +156,39 @@ pub fn owner_id() -> String {
     let nonce = time::OffsetDateTime::now_utc().unix_timestamp_nanos() % 1_000_000_000;
     format!("{}:{}:{nonce}", host_name(), std::process::id())
 }
+
+/// Replaces `path` with `text` atomically (a temp file beside it, renamed over it), the file
+/// private to its owner (0600), creating its folder if need be.
+pub fn write_private(path: &Path, text: &str) -> AppResult {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            std::fs::rename(&tmp, path)
+        })
+        .map_err(|e| AppError::runtime(format!("could not write {}: {e}", path.display())))
+}
+
+/// Opens (creating, 0600) a file that is only ever locked, never written.
+pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+}

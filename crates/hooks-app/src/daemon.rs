@@ -98,14 +98,7 @@ fn runtime() -> AppResult<tokio::runtime::Runtime> {
 struct DaemonMark(#[allow(dead_code)] std::fs::File);
 
 fn mark_running(dir: &Path) -> Option<DaemonMark> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(dir.join("serve.lock"))
-        .ok()?;
+    let f = crate::context::open_lock(&dir.join("serve.lock")).ok()?;
     f.lock_shared().ok()?;
     Some(DaemonMark(f))
 }

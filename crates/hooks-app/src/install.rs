@@ -336,16 +336,9 @@ impl Created {
                 }
             }
         }
-        let dir = self.file.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)
-            .and_then(|()| {
-                let tmp = dir.join(format!(".installed.json.{}", std::process::id()));
-                let mut text = serde_json::to_string_pretty(&self.all).unwrap_or_default();
-                text.push('\n');
-                std::fs::write(&tmp, text)?;
-                std::fs::rename(&tmp, &self.file)
-            })
-            .map_err(|e| AppError::runtime(format!("could not write {}: {e}", self.file.display())))
+        let mut text = serde_json::to_string_pretty(&self.all).unwrap_or_default();
+        text.push('\n');
+        crate::context::write_private(&self.file, &text)
     }
 }
 
@@ -555,6 +548,21 @@ fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
     sa == sb && ours(a) == ours(b)
 }
 
+/// The text without `hooks.<event>` if that list is empty.
+fn drop_if_empty(text: String, event: &str) -> AppResult<String> {
+    let root = reparse(&text)?;
+    Ok(match root.member("hooks") {
+        Some(hooks)
+            if hooks
+                .member(event)
+                .is_some_and(jsonedit::Node::is_empty_container) =>
+        {
+            jsonedit::remove_member(&text, hooks, event)
+        }
+        _ => text,
+    })
+}
+
 pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     let path = settings_path(ctx, a.scope);
     let s = load(&path)?;
@@ -572,19 +580,8 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     match &created {
         // Remove what install created, if nothing else has been put in it since.
         Some(created) => {
-            for c in created
-                .iter()
-                .filter_map(|c| c.strip_prefix("hooks."))
-                .filter(|c| !c.contains('='))
-            {
-                let root = reparse(&text)?;
-                if let Some(hooks) = root.member("hooks")
-                    && hooks
-                        .member(c)
-                        .is_some_and(jsonedit::Node::is_empty_container)
-                {
-                    text = jsonedit::remove_member(&text, hooks, c);
-                }
+            for ev in created.iter().filter_map(|c| c.strip_prefix("hooks.")) {
+                text = drop_if_empty(text, ev)?;
             }
             let root = reparse(&text)?;
             if created.iter().any(|c| c == "hooks")
@@ -621,14 +618,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
         // held only our entries.
         None => {
             for ev in &emptied {
-                let root = reparse(&text)?;
-                if let Some(hooks) = root.member("hooks")
-                    && hooks
-                        .member(ev)
-                        .is_some_and(jsonedit::Node::is_empty_container)
-                {
-                    text = jsonedit::remove_member(&text, hooks, ev);
-                }
+                text = drop_if_empty(text, ev)?;
             }
         }
     }

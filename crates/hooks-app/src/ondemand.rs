@@ -4,7 +4,6 @@
 //! `status`; and the systemd / launchd unit of the `service` mode.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -56,7 +55,7 @@ impl DaemonConfig {
             "idleExitSecs": self.idle_exit,
         }))
         .unwrap_or_default();
-        write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))
+        context::write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))
     }
 }
 
@@ -66,27 +65,6 @@ pub fn mode_name(m: DaemonMode) -> &'static str {
         DaemonMode::Service => "service",
         DaemonMode::None => "none",
     }
-}
-
-fn write_private(path: &Path, text: &str) -> AppResult {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
-        std::process::id()
-    ));
-    std::fs::create_dir_all(dir)
-        .and_then(|()| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            std::fs::rename(&tmp, path)
-        })
-        .map_err(|e| AppError::runtime(format!("could not write {}: {e}", path.display())))
 }
 
 /// Environment Claude Code gives its hooks that must not reach the follow-ups a daemon
@@ -199,13 +177,7 @@ fn rotate(log: &Path) {
 
 /// The exclusive lock an on-demand daemon holds: at most one runs per data folder.
 pub fn take_singleton(data_dir: &Path) -> Option<File> {
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(data_dir.join("ondemand.lock"))
-        .ok()?;
+    let f = context::open_lock(&data_dir.join("ondemand.lock")).ok()?;
     f.try_lock().ok()?;
     Some(f)
 }
@@ -231,7 +203,7 @@ pub fn register(data_dir: &Path, on_demand: bool) -> Option<Registration> {
         "mode": if on_demand { "on-demand" } else { "serve" },
         "log": on_demand.then(|| data_dir.join(LOG_FILE)),
     });
-    write_private(&path, &v.to_string()).ok()?;
+    context::write_private(&path, &v.to_string()).ok()?;
     Some(Registration(path))
 }
 
