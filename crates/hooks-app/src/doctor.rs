@@ -328,9 +328,9 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             (false, _) => format!("no hooks-app serve is running on this data dir ({mode_name})"),
         },
         fix: (!ok).then(|| match mode {
-            crate::cli::DaemonMode::Service => crate::ondemand::enable_command(
-                &crate::ondemand::unit_path(ctx).unwrap_or_default(),
-            ),
+            crate::cli::DaemonMode::Service => {
+                crate::ondemand::enable_command(&crate::ondemand::unit_path())
+            }
             crate::cli::DaemonMode::OnDemand => format!(
                 "hooks-app serve, and see {} for why the on-demand one did not start",
                 ctx.data_dir.join(crate::ondemand::LOG_FILE).display()

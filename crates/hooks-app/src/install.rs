@@ -469,7 +469,7 @@ fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
         mode: a.daemon,
         idle_exit: a.idle_exit,
     };
-    let unit = ondemand::unit_path(ctx)?;
+    let unit = ondemand::unit_path();
     if a.dry_run {
         println!(
             "would set the daemon mode to {}",
@@ -627,7 +627,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
         record.set(&path, None)?;
     }
     if a.daemon == Some(DaemonMode::Service) {
-        let unit = crate::ondemand::unit_path(ctx)?;
+        let unit = crate::ondemand::unit_path();
         if unit.exists() {
             println!(
                 "turn the service off first if it runs: {}",

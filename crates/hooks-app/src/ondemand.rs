@@ -229,17 +229,16 @@ pub fn running(data_dir: &Path) -> Vec<Value> {
 }
 
 /// Where the service unit goes on this system, and the commands that turn it on and off.
-pub fn unit_path(ctx: &Context) -> AppResult<PathBuf> {
+pub fn unit_path() -> PathBuf {
     let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    Ok(if cfg!(target_os = "macos") {
+    if cfg!(target_os = "macos") {
         home.join("Library/LaunchAgents/dev.hooks-app.serve.plist")
     } else {
-        let base = std::env::var_os("XDG_CONFIG_HOME")
+        std::env::var_os("XDG_CONFIG_HOME")
             .filter(|v| !v.is_empty())
-            .map_or_else(|| home.join(".config"), PathBuf::from);
-        let _ = ctx;
-        base.join(format!("systemd/user/{SERVICE_NAME}.service"))
-    })
+            .map_or_else(|| home.join(".config"), PathBuf::from)
+            .join(format!("systemd/user/{SERVICE_NAME}.service"))
+    }
 }
 
 pub fn enable_command(unit: &Path) -> String {
