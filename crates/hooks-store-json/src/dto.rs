@@ -319,6 +319,31 @@ impl RulesDto {
         d.rules(key)
     }
 
+    /// The rules of the stored hook `key` from its fields as found by the scan: each quoted
+    /// key as written and its value's JSON text (its history left out).
+    pub fn from_fields(key: &str, fields: &[(&str, &str)]) -> Result<HookRules, ValidationError> {
+        let mut text = String::with_capacity(
+            2 + fields
+                .iter()
+                .map(|(k, v)| k.len() + v.len() + 2)
+                .sum::<usize>(),
+        );
+        text.push('{');
+        for (i, (k, v)) in fields.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(k);
+            text.push(':');
+            text.push_str(v);
+        }
+        text.push('}');
+        let d: RulesDto = serde_json::from_str(&text).map_err(|e| {
+            ValidationError::new("hook", format!("must be an object of hook fields ({e})"))
+        })?;
+        d.rules(key)
+    }
+
     /// The rules these fields give the stored hook `key`.
     pub fn rules(self, key: &str) -> Result<HookRules, ValidationError> {
         let d = self;
@@ -335,56 +360,6 @@ impl RulesDto {
             skip_cron: d.skip_cron.unwrap_or(false),
             skip_subagents: d.skip_subagents.unwrap_or(false),
         })
-    }
-}
-
-/// The store file as the enqueue path reads it, in one pass: each hook's rules (its history
-/// skipped, never copied) and the pending entries borrowed from the bytes read.
-#[derive(Debug)]
-pub struct AppendView<'a> {
-    pub hooks: Vec<(String, RulesDto)>,
-    pub pending: Vec<&'a RawValue>,
-}
-
-impl<'de: 'a, 'a> Deserialize<'de> for AppendView<'a> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(std::marker::PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> serde::de::Visitor<'de> for V<'a> {
-            type Value = AppendView<'a>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("an object with \"hooks\" and \"pending\"")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut m: A,
-            ) -> Result<AppendView<'a>, A::Error> {
-                let mut out = AppendView {
-                    hooks: Vec::new(),
-                    pending: Vec::new(),
-                };
-                while let Some(k) = m.next_key::<std::borrow::Cow<'de, str>>()? {
-                    match k.as_ref() {
-                        "hooks" => {
-                            out.hooks = m
-                                .next_value::<Option<BTreeMap<String, RulesDto>>>()?
-                                .unwrap_or_default()
-                                .into_iter()
-                                .collect();
-                        }
-                        "pending" => {
-                            out.pending = m
-                                .next_value::<Option<Vec<&'de RawValue>>>()?
-                                .unwrap_or_default();
-                        }
-                        _ => {
-                            m.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(out)
-            }
-        }
-        d.deserialize_map(V(std::marker::PhantomData))
     }
 }
 

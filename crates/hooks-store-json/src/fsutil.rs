@@ -69,3 +69,75 @@ impl Drop for DirLock {
         let _ = self.0.unlock();
     }
 }
+
+/// A file's bytes for one read under the store's lock: mapped when the file is large,
+/// read into memory otherwise.
+///
+/// Mapping a large file spares the copy into fresh memory, and the page faults and
+/// zeroing of that memory, which on a virtual machine cost more than reading the bytes.
+/// Every writer of the store replaces the file by renaming a new one over it, so a mapped
+/// file does not change under the reader; a file truncated in place by a hand edit at that
+/// very moment would end the process with SIGBUS, as it would any program that maps files,
+/// and leaves nothing half-written (what this process writes is a temp file).
+pub enum FileBytes {
+    Read(Vec<u8>),
+    Mapped { ptr: *mut libc::c_void, len: usize },
+}
+
+/// From this size on a file is mapped.
+const MAP_FROM: u64 = 256 * 1024;
+
+impl FileBytes {
+    pub fn read(path: &Path) -> std::io::Result<Self> {
+        use std::io::Read;
+        use std::os::fd::AsRawFd;
+        let mut file = File::open(path)?;
+        let len = file.metadata()?.len();
+        if len >= MAP_FROM
+            && let Ok(len) = usize::try_from(len)
+        {
+            // SAFETY: a fresh private read-only mapping of an open file; the pointer is
+            // checked, and unmapped once, on drop.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if ptr != libc::MAP_FAILED {
+                return Ok(Self::Mapped { ptr, len });
+            }
+        }
+        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
+        file.read_to_end(&mut bytes)?;
+        Ok(Self::Read(bytes))
+    }
+}
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Self::Read(v) => v,
+            // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives.
+            Self::Mapped { ptr, len } => unsafe {
+                std::slice::from_raw_parts(ptr.cast::<u8>(), *len)
+            },
+        }
+    }
+}
+
+impl Drop for FileBytes {
+    fn drop(&mut self) {
+        if let Self::Mapped { ptr, len } = *self {
+            // SAFETY: mapped in `read`, unmapped only here.
+            unsafe {
+                libc::munmap(ptr, len);
+            }
+        }
+    }
+}

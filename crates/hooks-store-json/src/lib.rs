@@ -11,6 +11,7 @@
 
 mod dto;
 mod fsutil;
+mod scan;
 
 use std::collections::HashMap;
 use std::fs;
@@ -27,7 +28,7 @@ use serde_json::{Map, Value};
 use time::Duration;
 
 pub use dto::FileDto;
-use dto::{AppendView, HookDto, KeyDto, PendingDto, RulesDto, RunDto};
+use dto::{HookDto, KeyDto, PendingDto, RulesDto, RunDto};
 use fsutil::{DirLock, create_dir_private, io_err};
 
 /// The store file's name in the data folder.
@@ -188,8 +189,8 @@ impl JsonStore {
         Self::parse(&self.path, &self.read_bytes()?)
     }
 
-    fn read_bytes(&self) -> Result<Vec<u8>, StoreError> {
-        fs::read(&self.path).map_err(|e| match e.kind() {
+    fn read_bytes(&self) -> Result<fsutil::FileBytes, StoreError> {
+        fsutil::FileBytes::read(&self.path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => StoreError::Io(format!(
                 "{} does not exist (run `hooks-app init`)",
                 self.path.display()
@@ -251,19 +252,21 @@ impl JsonStore {
             .collect()
     }
 
-    /// The valid entries whose session `wanted` accepts. The others are only scanned for
-    /// their key, borrowed from the file's bytes, and stay as they are stored.
+    /// The valid entries whose session `wanted` accepts. Each comes with its session where
+    /// the scan found it; the others are parsed for their key alone, borrowed from the
+    /// file's bytes. Entries of other sessions stay as they are stored.
     fn entries_of<'r>(
-        pending: impl IntoIterator<Item = &'r RawValue>,
+        pending: impl IntoIterator<Item = (&'r str, Option<&'r str>)>,
         wanted: impl Fn(&str) -> bool,
     ) -> Vec<PendingEntry> {
         pending
             .into_iter()
-            .filter(|raw| {
-                serde_json::from_str::<KeyDto>(raw.get()).is_ok_and(|k| wanted(&k.session_id))
+            .filter(|(raw, session)| match session {
+                Some(s) => wanted(s),
+                None => serde_json::from_str::<KeyDto>(raw).is_ok_and(|k| wanted(&k.session_id)),
             })
-            .filter_map(|raw| {
-                serde_json::from_str::<PendingDto>(raw.get())
+            .filter_map(|(raw, _)| {
+                serde_json::from_str::<PendingDto>(raw)
                     .ok()?
                     .to_entry()
                     .ok()
@@ -286,21 +289,28 @@ impl JsonStore {
         // rules without copying them, and new entries written in after the last one, the
         // rest of the file copied as it is. Anything unusual takes the full way below,
         // which also gives the precise error.
-        if let Ok(view) = serde_json::from_slice::<AppendView>(&bytes)
-            && let Some(at) = view.pending.last().and_then(|l| end_of(&bytes, l))
+        if let Some(view) = scan::layout(&bytes)
+            && let Some(at) = view.pending.last().map(|l| l.range.end)
             && let Ok(rules) = view
                 .hooks
-                .into_iter()
-                .map(|(k, d)| d.rules(&k).map_err(|e| invalid_hook(&k, &e)))
+                .iter()
+                .map(|(k, fields)| {
+                    RulesDto::from_fields(k, fields).map_err(|e| invalid_hook(k, &e))
+                })
                 .collect::<Result<Vec<_>, _>>()
         {
-            let mut related = Self::entries_of(view.pending.iter().copied(), wanted);
+            let pieces = view
+                .pending
+                .iter()
+                .map(|p| (&view.text[p.range.clone()], p.session));
+            let mut related = Self::entries_of(pieces, wanted);
             let (out, entries) = plan(&rules, &related);
             let before = related.len();
             let results =
                 queue::enqueue(&mut related, |h| rules.iter().any(|r| r.id == *h), entries);
             if related.len() > before {
-                let insert = entries_text(&bytes, &view.pending, at, &related[before..])?;
+                let ranges: Vec<_> = view.pending.iter().map(|p| p.range.clone()).collect();
+                let insert = entries_text(&bytes, &ranges, &related[before..])?;
                 self.write_with(|w| {
                     w.write_all(&bytes[..at])?;
                     w.write_all(&insert)?;
@@ -313,7 +323,7 @@ impl JsonStore {
         let added: Vec<Box<RawValue>>;
         let mut file: FileDto<&RawValue> = Self::parse(&self.path, &bytes)?;
         let rules = Self::rules(&file)?;
-        let mut related = Self::entries_of(file.pending.iter().copied(), wanted);
+        let mut related = Self::entries_of(file.pending.iter().map(|r| (r.get(), None)), wanted);
         let (out, entries) = plan(&rules, &related);
         let before = related.len();
         let results = queue::enqueue(
@@ -379,27 +389,43 @@ impl JsonStore {
             std::process::id(),
             fsutil::nonce()
         ));
-        let result = (|| -> std::io::Result<()> {
-            // Streamed to the file: a large store is never held twice in memory.
-            let mut w = std::io::BufWriter::with_capacity(64 * 1024, fsutil::create_private(&tmp)?);
-            body(&mut w)?;
-            let f = w
-                .into_inner()
-                .map_err(std::io::IntoInnerError::into_error)?;
-            f.sync_all()?;
+        let result = std::thread::scope(|scope| -> std::io::Result<()> {
+            // The last good copy is linked while the new file is written and synced: until
+            // the rename it is the current file either way, and dropping the old copy
+            // (freeing its blocks) need not wait for that I/O, nor it for this.
+            let backup = scope.spawn(|| self.link_backup());
+            let written = (|| -> std::io::Result<()> {
+                // Streamed to the file: a large store is never held twice in memory.
+                let mut w =
+                    std::io::BufWriter::with_capacity(64 * 1024, fsutil::create_private(&tmp)?);
+                body(&mut w)?;
+                w.into_inner()
+                    .map_err(std::io::IntoInnerError::into_error)?
+                    .sync_all()
+            })();
+            let backup = backup
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("the backup link panicked")));
+            written?;
+            backup?;
             failpoint("after-temp-write");
-            if self.path.exists() {
-                let bak = self.dir.join(BACKUP_FILE);
-                let _ = fs::remove_file(&bak);
-                fs::hard_link(&self.path, &bak)?;
-            }
             fs::rename(&tmp, &self.path)?;
             fsutil::sync_dir(&self.dir)
-        })();
+        });
         result.map_err(|e| {
             let _ = fs::remove_file(&tmp);
             io_err(&self.path, "write", &e)
         })
+    }
+
+    /// Makes `hooks.json.bak` a second name of the current file, when there is one.
+    fn link_backup(&self) -> std::io::Result<()> {
+        if !self.path.exists() {
+            return Ok(());
+        }
+        let bak = self.dir.join(BACKUP_FILE);
+        let _ = fs::remove_file(&bak);
+        fs::hard_link(&self.path, &bak)
     }
 
     fn runs_path(&self) -> PathBuf {
@@ -407,40 +433,35 @@ impl JsonStore {
     }
 }
 
-/// Where `piece` (a value borrowed from `bytes`) ends in `bytes`.
-fn end_of(bytes: &[u8], piece: &RawValue) -> Option<usize> {
-    let start = (piece.get().as_ptr() as usize).checked_sub(bytes.as_ptr() as usize)?;
-    let end = start + piece.get().len();
-    (end <= bytes.len()).then_some(end)
-}
-
-/// The text that puts `entries` after the last pending entry (which ends at `at`), laid out
-/// like the entries before it: the same separator, each line at the same indentation.
+/// The text that puts `entries` after the last pending entry, laid out like the entries
+/// before it: the same separator, each line at the same indentation. `pending` is where
+/// each stored entry lies in `bytes`; it is not empty.
 fn entries_text(
     bytes: &[u8],
-    pending: &[&RawValue],
-    at: usize,
+    pending: &[std::ops::Range<usize>],
     entries: &[PendingEntry],
 ) -> Result<Vec<u8>, StoreError> {
-    let last = pending.last().map_or("", |l| l.get());
-    let last_start = at - last.len();
-    let line_start = bytes[..last_start]
+    let Some(last) = pending.last() else {
+        return Err(StoreError::Io("no entry to write after".to_owned()));
+    };
+    let prev_end = pending.len().checked_sub(2).map(|i| pending[i].end);
+    // The last entry's indentation: what lies between the line break before it and it,
+    // looked for no further back than the entry before it (or the `[`).
+    let from = prev_end.unwrap_or_else(|| {
+        bytes[..last.start]
+            .iter()
+            .rposition(|&b| b == b'[')
+            .unwrap_or(0)
+    });
+    let indent = bytes[from..last.start]
         .iter()
         .rposition(|&b| b == b'\n')
-        .map(|i| i + 1);
-    let indent = line_start
-        .map(|s| &bytes[s..last_start])
+        .map(|i| &bytes[from + i + 1..last.start])
         .filter(|i| i.iter().all(|b| *b == b' ' || *b == b'\t'));
-    let sep: Vec<u8> = match pending.len() {
-        n if n >= 2 => {
-            let prev = pending[n - 2];
-            let prev_end = end_of(bytes, prev).unwrap_or(last_start);
-            bytes[prev_end..last_start].to_vec()
-        }
-        _ => match indent {
-            Some(i) => [b",\n".as_slice(), i].concat(),
-            None => b",".to_vec(),
-        },
+    let sep: Vec<u8> = match (prev_end, indent) {
+        (Some(prev_end), _) => bytes[prev_end..last.start].to_vec(),
+        (None, Some(i)) => [b",\n".as_slice(), i].concat(),
+        (None, None) => b",".to_vec(),
     };
     let mut out = Vec::new();
     for e in entries {

@@ -339,7 +339,9 @@ async fn run_log_is_append_only_json_lines() {
 async fn an_enqueue_writes_its_entries_in_after_the_last_and_leaves_every_other_byte() {
     let compact = r#"{"hooks":{"post-task":{"id":"post-task","name":"P","event":"conversation-done","delaySeconds":10,"promptFile":".claude/agents/hooks/post-task.md","enabled":true,"history":{"2026-11-01T00:00:00+0000":"old"}}},"pending":[{"hookId":"post-task","sessionId":"a1","dueAt":"2099-01-01T00:00:00+0000","retries":0}],"x-keep":[1,2]}"#;
     let original = fs::read_to_string(fixture("original-v1.json")).unwrap();
-    for text in [original.as_str(), compact] {
+    // Over 256 KiB: read through a mapping rather than into memory.
+    let large = large_store("\"2026-11-01T00:00:00+0000\":\"run\"");
+    for text in [original.as_str(), compact, large.as_str()] {
         let (dir, store) = store_with(text);
         let before: Value = serde_json::from_str(text).unwrap();
         let n = before["pending"].as_array().unwrap().len();
@@ -367,6 +369,11 @@ async fn an_enqueue_writes_its_entries_in_after_the_last_and_leaves_every_other_
             text[..at].contains("\n    {"),
             "{inserted:?}"
         );
+        assert_eq!(
+            fs::read_to_string(dir.path().join(BACKUP_FILE)).unwrap(),
+            text,
+            ".bak is the file as it was"
+        );
         // And a second enqueue of the same pair changes nothing.
         store
             .enqueue(vec![due_entry("new-1", now())])
@@ -375,6 +382,48 @@ async fn an_enqueue_writes_its_entries_in_after_the_last_and_leaves_every_other_
         assert_eq!(
             fs::read_to_string(dir.path().join(STORE_FILE)).unwrap(),
             after
+        );
+    }
+}
+
+/// A store of over 256 KiB: one hook whose history has 12,000 entries, each `entry`, and
+/// one pending entry.
+fn large_store(entry: &str) -> String {
+    let history = vec![entry; 12_000].join(",\n      ");
+    format!(
+        "{{\n  \"hooks\": {{\n    \"post-task\": {{\n      \"id\": \"post-task\", \"name\": \"P\", \"event\": \"conversation-done\", \"delaySeconds\": 10,\n      \"promptFile\": \".claude/agents/hooks/post-task.md\", \"enabled\": true,\n      \"history\": {{\n      {history}\n      }}\n    }}\n  }},\n  \"pending\": [\n    {{\"hookId\": \"post-task\", \"sessionId\": \"a1\", \"dueAt\": \"2099-01-01T00:00:00+0000\", \"retries\": 0}}\n  ]\n}}\n"
+    )
+}
+
+#[tokio::test]
+async fn an_enqueue_refuses_a_large_file_broken_deep_in_a_history() {
+    // The enqueue path skips histories quickly but still checks every byte of them: a
+    // file that does not parse is never written over, and its last good copy is kept.
+    let good = "\"2026-11-01T00:00:00+0000\":\"run\"";
+    for broken in [
+        "\"2026-11-01T00:00:00+0000\":run",
+        "\"2026-11-01T00:00:00+0000\":\"r\\qun\"",
+        "\"2026-11-01T00:00:00+0000\":\"r\tun\"",
+        "\"2026-11-01T00:00:00+0000\" \"run\"",
+        "\"2026-11-01T00:00:00+0000\":\"run\",",
+    ] {
+        let text = large_store(good).replacen(
+            &format!("{good},\n      {good}"),
+            &format!("{good},\n      {broken}"),
+            1,
+        );
+        assert_ne!(text, large_store(good));
+        let (dir, store) = store_with(&text);
+        fs::write(dir.path().join(BACKUP_FILE), "last good").unwrap();
+        let e = store.enqueue(vec![due_entry("new-1", now())]).await;
+        assert!(matches!(e, Err(StoreError::Corrupt(_))), "{broken}: {e:?}");
+        assert_eq!(
+            fs::read_to_string(dir.path().join(STORE_FILE)).unwrap(),
+            text
+        );
+        assert_eq!(
+            fs::read_to_string(dir.path().join(BACKUP_FILE)).unwrap(),
+            "last good"
         );
     }
 }
