@@ -301,10 +301,7 @@ fn a_flag_like_prompt_option_is_an_error_and_nothing_runs() {
         t.to_str().unwrap(),
     ]);
     app.ok(&["tick", "--quiet-period", "0"]);
-    let status = app.hook("post-task")["lastStatus"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let status = app.last_status("post-task");
     assert!(
         status.starts_with("error: prompt file")
             && status.contains("model: must not start with '-'"),

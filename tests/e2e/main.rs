@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod chaos;
+mod cost;
 mod flow;
 mod install;
 mod interactive;

@@ -168,6 +168,15 @@ impl App {
         self.json(&["hooks", "show", id])
     }
 
+    /// The hook's `lastStatus`.
+    #[track_caller]
+    pub fn last_status(&self, id: &str) -> String {
+        self.hook(id)["lastStatus"]
+            .as_str()
+            .expect("a lastStatus")
+            .to_owned()
+    }
+
     /// Writes a transcript for `session` under the Claude home, last changed long ago.
     pub fn transcript(&self, session: &str, cwd: &Path, context_tokens: u64) -> PathBuf {
         let dir = self.env.claude_home().join("projects/-proj");

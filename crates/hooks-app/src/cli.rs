@@ -156,6 +156,10 @@ pub enum HooksCmd {
         event: Option<String>,
         #[arg(long, value_name = "K", allow_negative_numbers = true)]
         max_context_k: Option<String>,
+        /// The most a follow-up may cost, in US dollars: estimated before it runs (skipped
+        /// over it) and passed to Claude as --max-budget-usd; 0 for no cap
+        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+        max_cost_usd: Option<String>,
         #[arg(long)]
         disabled: bool,
         /// Also follow up cron-spawned sessions
@@ -178,6 +182,9 @@ pub enum HooksCmd {
         event: Option<String>,
         #[arg(long, value_name = "K", allow_negative_numbers = true)]
         max_context_k: Option<String>,
+        /// The most a follow-up may cost, in US dollars; 0 for no cap
+        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+        max_cost_usd: Option<String>,
         #[arg(long, conflicts_with = "disabled")]
         enabled: bool,
         #[arg(long)]

@@ -77,10 +77,9 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
 
 /// A service for commands that run nothing.
 fn service(ctx: &Context) -> AppResult<(Service, hooks_store_json::JsonStore)> {
-    ctx.service(
-        ctx.runner(Duration::from_secs(1)),
-        Config::new(context::owner_id()),
-    )
+    let mut config = Config::new(context::owner_id());
+    config.prices = crate::prices::load(&ctx.data_dir)?;
+    ctx.service(ctx.runner(Duration::from_secs(1)), config)
 }
 
 pub fn print_json(v: &Value) {
@@ -166,6 +165,9 @@ fn hook_row(h: &Hook) -> Vec<String> {
         } else {
             format!("{}k", h.max_context.k())
         },
+        h.max_cost
+            .usd()
+            .map_or_else(|| "none".into(), crate::doctor::usd),
         h.prompt_file.to_string(),
         h.last_status
             .as_ref()
@@ -192,6 +194,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         "ENABLED",
                         "DELAY",
                         "MAX CONTEXT",
+                        "MAX COST",
                         "PROMPT",
                         "LAST STATUS",
                     ],
@@ -222,6 +225,13 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         },
                     ),
                     (
+                        "max cost",
+                        h.max_cost.usd().map_or_else(
+                            || "no cap".into(),
+                            |c| format!("{} per follow-up", crate::doctor::usd(c)),
+                        ),
+                    ),
+                    (
                         "created",
                         h.created_at
                             .map(stamp::format)
@@ -247,6 +257,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             delay,
             event,
             max_context_k,
+            max_cost_usd,
             disabled,
             include_cron,
             include_subagents,
@@ -260,6 +271,9 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             }
             if let Some(k) = max_context_k {
                 spec.max_context = ContextCap::parse(&k)?;
+            }
+            if let Some(c) = max_cost_usd {
+                spec.max_cost = CostCap::parse(&c)?;
             }
             spec.enabled = !disabled;
             spec.skip_cron = !include_cron;
@@ -275,6 +289,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             delay,
             event,
             max_context_k,
+            max_cost_usd,
             enabled,
             disabled,
             include_cron,
@@ -303,6 +318,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                     .as_deref()
                     .map(ContextCap::parse)
                     .transpose()?,
+                max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
             };
             if patch.is_empty() {
                 return Err(AppError::invalid(
@@ -437,6 +453,7 @@ fn runs(
                 r.status_text(),
                 opt(o.completed.map(yes)),
                 opt(o.cost_usd.map(crate::doctor::usd)),
+                opt(r.estimated_cost_usd.map(crate::doctor::usd)),
                 opt(tokens),
                 opt(o.duration_ms.map(|d| format!("{:.1}s", d as f64 / 1000.0))),
             ]
@@ -450,6 +467,7 @@ fn runs(
             "STATUS",
             "COMPLETED",
             "COST",
+            "ESTIMATED",
             "TOKENS",
             "DURATION",
         ],
@@ -470,6 +488,36 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         .filter(|p| p.session_id == sid)
         .collect();
     let now = time::OffsetDateTime::now_utc();
+    // What a follow-up of each enabled hook would cost now, and whether its cap allows it.
+    let (svc, _) = service(ctx)?;
+    let mut estimates = Vec::new();
+    for h in block_on(svc.list_hooks())??.iter().filter(|h| h.enabled) {
+        let view = block_on(svc.estimate(h, &facts))?;
+        let cap = h.max_cost.usd();
+        let (text, usd, model, over) = match &view {
+            Ok(v @ cost::CostView::Estimated(e)) => (
+                format!("a follow-up now would cost {e}"),
+                Some(e.usd),
+                Some(e.model.clone()),
+                cost::over_cap(h.max_cost, v),
+            ),
+            Ok(v) => (
+                v.no_estimate().unwrap_or_default(),
+                None,
+                None,
+                cost::over_cap(h.max_cost, v),
+            ),
+            Err(e) => (format!("no estimate: {e}"), None, None, None),
+        };
+        estimates.push(json!({
+            "hookId": h.id.as_str(),
+            "estimatedCostUsd": usd,
+            "model": model,
+            "maxCostUsd": cap,
+            "text": text,
+            "skippedBecause": over,
+        }));
+    }
     let lease = facts.lease.as_ref().map(|l| {
         json!({
             "runId": l.lease.run_id,
@@ -486,6 +534,8 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         "cwd": facts.cwd(),
         "subagent": known_subagent.then(|| facts.is_subagent()),
         "contextTokens": t.and_then(|t| t.context_tokens),
+        "model": t.and_then(|t| t.model.clone()),
+        "estimates": estimates,
         "lastChange": t.and_then(|t| t.last_change).map(stamp::format),
         "origin": facts.state.origin.map(Origin::as_str),
         "stamps": facts.state.stamps.iter().map(|(k, v)| (k.to_string(), Value::from(stamp::format(*v)))).collect::<serde_json::Map<_, _>>(),
@@ -513,6 +563,7 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         ("cwd", "cwd"),
         ("subagent", "subagent"),
         ("contextTokens", "context tokens"),
+        ("model", "model"),
         ("lastChange", "last change"),
         ("origin", "origin"),
     ] {
@@ -523,6 +574,19 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     }
     for (h, at) in &facts.state.stamps {
         println!("{:<16}{h} fired at {}", "stamp", stamp::format(*at));
+    }
+    for e in v["estimates"].as_array().into_iter().flatten() {
+        let cap = match (e["maxCostUsd"].as_f64(), e["skippedBecause"].as_str()) {
+            (Some(_), Some(why)) => format!("; the cap skips it: {why}"),
+            (Some(c), None) => format!(" (cap {})", crate::doctor::usd(c)),
+            (None, _) => String::new(),
+        };
+        println!(
+            "{:<16}{}: {}{cap}",
+            "cost",
+            show(&e["hookId"]),
+            show(&e["text"])
+        );
     }
     match &facts.open {
         Some(o) => println!("{:<16}open in claude, {o}", "conversation"),

@@ -52,6 +52,7 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
         owner: context::owner_id(),
         host: context::host_name(),
         process: hooks_meta::live::this_process(),
+        prices: crate::prices::load(&ctx.data_dir)?,
     };
     let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout)), config)?;
     match store.clean_up() {

@@ -260,6 +260,61 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         },
     });
 
+    // Prices: a bad prices.json stops every capped hook, so it is a problem, not a warning.
+    let prices_path = ctx.data_dir.join(crate::prices::PRICES_FILE);
+    let prices = crate::prices::load(&ctx.data_dir);
+    checks.push(match &prices {
+        Ok(t) => Check {
+            name: "prices",
+            ok: true,
+            detail: format!(
+                "{} models, built in (taken {}){}",
+                t.models().count(),
+                hooks_core::cost::PRICES_TAKEN,
+                if prices_path.exists() {
+                    format!(", with {}", prices_path.display())
+                } else {
+                    String::new()
+                }
+            ),
+            fix: None,
+        },
+        Err(e) => Check {
+            name: "prices",
+            ok: false,
+            detail: e.message.clone(),
+            fix: Some(format!(
+                "fix {} (or remove it to use the built-in prices)",
+                prices_path.display()
+            )),
+        },
+    });
+    // A capped hook whose prompt file names a model without a price would always be skipped.
+    if let (Ok(s), Ok(table)) = (&snapshot, &prices) {
+        let prompts = FilePrompts::new(&ctx.workspace);
+        for h in s
+            .hooks
+            .iter()
+            .filter(|h| h.enabled && h.max_cost.usd().is_some())
+        {
+            let model = prompts
+                .candidates(&h.prompt_file, None)
+                .into_iter()
+                .find(|p| p.is_file())
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|t| prompt::parse_prompt(&t).ok())
+                .and_then(|p| p.options.model);
+            if let Some(m) = model.filter(|m| table.lookup(m).is_none()) {
+                checks.push(Check {
+                    name: "prices",
+                    ok: false,
+                    detail: format!("{}: its prompt file names model {m}, which has no price, so its cost cap skips every follow-up", h.id),
+                    fix: Some(format!("add {m} to {}", prices_path.display())),
+                });
+            }
+        }
+    }
+
     if let Ok(s) = &snapshot {
         let prompts = FilePrompts::new(&ctx.workspace);
         for h in s.hooks.iter().filter(|h| h.enabled) {

@@ -13,6 +13,7 @@ mod doctor;
 mod install;
 mod jsonedit;
 mod ondemand;
+mod prices;
 mod prompts;
 mod watch;
 

@@ -7,6 +7,7 @@ use std::fmt;
 
 use time::Duration;
 
+use crate::cost::{self, CostView};
 use crate::live::{RunLease, Waiting};
 use crate::model::{Hook, HookRules, Origin, PendingEntry, SessionFacts, Status};
 use crate::stamp::{self, Timestamp};
@@ -181,6 +182,9 @@ pub struct FireInput<'a> {
     pub run_in_progress: bool,
     /// Why the prompt could not be loaded, if it could not.
     pub prompt_error: Option<&'a str>,
+    /// What the follow-up would cost, as far as it can be told; looked at only when the
+    /// hook has a cost cap (`None` then counts as no model known).
+    pub cost: Option<&'a CostView>,
     pub now: Timestamp,
     pub policy: Policy,
 }
@@ -195,7 +199,8 @@ pub fn interrupted() -> Status {
     Status::error("interrupted: the process running it stopped (killed or crashed)")
 }
 
-/// Recover, drop, wait, finish, retry or fire, in the spec's order. A run that may have
+/// Recover, drop, wait, finish, retry or fire, in the spec's order (the cost cap after the
+/// context cap and the prompt). A run that may have
 /// cost money is accounted for first; then nothing starts while someone holds the session
 /// (a follow-up running, a person with the conversation open); then the hook's own rules.
 pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
@@ -295,6 +300,9 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     }
     if let Some(e) = i.prompt_error {
         return FireDecision::Finish(Status::error(e));
+    }
+    if let Some(why) = cost::over_cap(hook.max_cost, i.cost.unwrap_or(&CostView::NoModel)) {
+        return FireDecision::Finish(Status::skipped(why));
     }
     if i.facts.cwd().is_none() {
         return FireDecision::Finish(Status::error("the session's working directory is unknown"));

@@ -8,11 +8,13 @@
 //! - [`stamp`]: the original store's timestamp form, written strictly and read leniently;
 //! - [`prompt`]: prompt files (frontmatter + body) and the run options they carry;
 //! - [`live`]: who holds a session: open Claude Code processes, run leases, waits;
+//! - [`cost`]: prices, the estimate before a run and the cost cap;
 //! - [`decide`]: the enqueue and fire decisions;
 //! - [`queue`]: the queue's rules (dedupe, claims, fencing), shared by every store;
 //! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
 //! - [`service`]: the application service that composes the ports.
 
+pub mod cost;
 pub mod decide;
 pub mod live;
 pub mod model;

@@ -313,6 +313,42 @@ impl ContextCap {
     }
 }
 
+/// The most a follow-up of a hook may cost, in US dollars, kept in millionths of a dollar;
+/// 0 means no cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CostCap(u64);
+
+const COST_RULE: &str = "must be a number of US dollars from 0 to 10000 (0 for no cap)";
+
+impl CostCap {
+    pub const NONE: CostCap = CostCap(0);
+
+    pub fn from_usd(usd: f64) -> Result<Self, ValidationError> {
+        if usd.is_finite() && (0.0..=10_000.0).contains(&usd) {
+            Ok(Self((usd * 1e6).round() as u64))
+        } else {
+            Err(ValidationError::new(
+                "maxCostUsd",
+                format!("{COST_RULE} (got {usd})"),
+            ))
+        }
+    }
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        let t = s.trim().trim_start_matches('$');
+        match t.parse::<f64>() {
+            Ok(v) => Self::from_usd(v),
+            Err(_) => Err(ValidationError::new(
+                "maxCostUsd",
+                format!("{COST_RULE} (got {})", describe(s)),
+            )),
+        }
+    }
+    /// The cap in dollars, or `None` when there is no cap.
+    pub fn usd(self) -> Option<f64> {
+        (self.0 > 0).then(|| self.0 as f64 / 1e6)
+    }
+}
+
 /// A hook's name: 1 to 200 characters, no control characters.
 pub fn validate_name(name: &str) -> Result<String, ValidationError> {
     let n = name.trim();
@@ -442,6 +478,8 @@ pub struct Hook {
     pub skip_cron: bool,
     pub skip_subagents: bool,
     pub max_context: ContextCap,
+    /// The most one follow-up may cost, estimated before it starts and enforced by Claude.
+    pub max_cost: CostCap,
     pub created_at: Option<Timestamp>,
     pub last_status: Option<Status>,
     pub history: History,
@@ -482,6 +520,7 @@ pub struct HookSpec {
     pub skip_cron: bool,
     pub skip_subagents: bool,
     pub max_context: ContextCap,
+    pub max_cost: CostCap,
 }
 
 impl HookSpec {
@@ -497,6 +536,7 @@ impl HookSpec {
             skip_cron: true,
             skip_subagents: true,
             max_context: ContextCap::NONE,
+            max_cost: CostCap::NONE,
         })
     }
 
@@ -511,6 +551,7 @@ impl HookSpec {
             skip_cron: true,
             skip_subagents: true,
             max_context: ContextCap(60),
+            max_cost: CostCap::NONE,
         }
     }
 
@@ -525,6 +566,7 @@ impl HookSpec {
             skip_cron: self.skip_cron,
             skip_subagents: self.skip_subagents,
             max_context: self.max_context,
+            max_cost: self.max_cost,
             created_at: Some(now),
             last_status: None,
             history: History::default(),
@@ -548,6 +590,7 @@ pub struct HookPatch {
     pub skip_cron: Option<bool>,
     pub skip_subagents: Option<bool>,
     pub max_context: Option<ContextCap>,
+    pub max_cost: Option<CostCap>,
 }
 
 impl HookPatch {
@@ -578,6 +621,9 @@ impl HookPatch {
         }
         if let Some(v) = self.max_context {
             hook.max_context = v;
+        }
+        if let Some(v) = self.max_cost {
+            hook.max_cost = v;
         }
     }
 }
@@ -721,6 +767,8 @@ pub struct TranscriptFacts {
     pub last_change: Option<Timestamp>,
     pub cwd: Option<String>,
     pub last_assistant_text: Option<String>,
+    /// The model that wrote the last real assistant message (`message.model`).
+    pub model: Option<String>,
 }
 
 /// Everything the app knows about a session when it decides.
@@ -834,6 +882,8 @@ pub struct RunRecord {
     /// `None` while the run goes on (or if its runner died and nobody has noticed yet).
     pub finished_at: Option<Timestamp>,
     pub outcome: RunOutcome,
+    /// What the run was estimated to cost before it started, where a price was known.
+    pub estimated_cost_usd: Option<f64>,
 }
 
 impl RunRecord {
@@ -862,6 +912,7 @@ pub fn fold_runs(lines: impl IntoIterator<Item = RunRecord>) -> Vec<RunRecord> {
                 old.owner = r.owner.or(old.owner.take());
                 old.process = r.process.or(old.process);
                 old.finished_at = r.finished_at.or(old.finished_at);
+                old.estimated_cost_usd = r.estimated_cost_usd.or(old.estimated_cost_usd);
                 if r.finished_at.is_some() || r.outcome != RunOutcome::default() {
                     old.outcome = r.outcome;
                 }

@@ -13,6 +13,9 @@ pub struct RunOptions {
     pub max_turns: Option<u32>,
     pub allowed_tools: Vec<String>,
     pub append_system_prompt: Option<String>,
+    /// Claude stops a run that spends more than this (the hook's cost cap); not from the
+    /// prompt file.
+    pub max_budget: crate::model::CostCap,
 }
 
 impl RunOptions {
@@ -33,6 +36,9 @@ impl RunOptions {
         }
         if let Some(a) = &self.append_system_prompt {
             args.extend(["--append-system-prompt".to_owned(), a.clone()]);
+        }
+        if let Some(usd) = self.max_budget.usd() {
+            args.extend(["--max-budget-usd".to_owned(), usd.to_string()]);
         }
         args
     }

@@ -9,10 +9,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use time::Duration;
 
+use crate::cost::{self, CostView, Estimate, PriceTable};
 use crate::decide::{self, EnqueueDecision, FireDecision, FireInput, NotReady, Policy, SkipReason};
 use crate::live::*;
 use crate::model::*;
 use crate::ports::*;
+use crate::prompt::Prompt;
 use crate::stamp::Timestamp;
 
 /// Errors of the service: a port failed, or the input was invalid.
@@ -25,6 +27,9 @@ pub enum ServiceError {
     #[error("invalid {0}")]
     Invalid(#[from] ValidationError),
 }
+
+/// How many of a hook's recent runs its expected output is taken from.
+const RECENT_RUNS: usize = 20;
 
 /// Settings of the service.
 #[derive(Debug, Clone)]
@@ -39,6 +44,8 @@ pub struct Config {
     pub host: String,
     /// This process, so that another process on the host can tell whether it is alive.
     pub process: Option<ProcessRef>,
+    /// Prices for the estimate made before each run.
+    pub prices: PriceTable,
 }
 
 impl Config {
@@ -49,6 +56,7 @@ impl Config {
             owner: owner.into(),
             host: String::new(),
             process: None,
+            prices: PriceTable::builtin(),
         }
     }
 }
@@ -134,7 +142,8 @@ pub struct RenewReport {
 enum Decided {
     Action(FireAction),
     Recover(Box<RunLease>),
-    Fire(Box<(Hook, crate::prompt::Prompt, String)>),
+    /// The hook, its prompt, the cwd and the estimated cost.
+    Fire(Box<(Hook, Prompt, String, Option<f64>)>),
 }
 
 /// The use cases of hooks-app.
@@ -320,8 +329,9 @@ impl Service {
                     }
                 }
                 Decided::Fire(f) => {
-                    let (hook, prompt, cwd) = *f;
-                    self.run(entry, hook, prompt, cwd, &mut warnings).await?
+                    let (hook, prompt, cwd, estimate) = *f;
+                    self.run(entry, hook, prompt, cwd, estimate, &mut warnings)
+                        .await?
                 }
             };
             if action == FireAction::Fenced {
@@ -358,6 +368,10 @@ impl Service {
             Some(Err(e)) => Some(e.to_string()),
             _ => None,
         };
+        let cost = match (&hook, &prompt) {
+            (Some(h), Some(Ok(p))) => Some(self.cost_view(h, p, &facts).await),
+            _ => None,
+        };
         let run_in_progress = self.is_running(&entry.session_id);
         let now = self.now();
         let decision = decide::decide_fire(FireInput {
@@ -366,6 +380,7 @@ impl Service {
             facts: &facts,
             run_in_progress,
             prompt_error: prompt_error.as_deref(),
+            cost: cost.as_ref(),
             now,
             policy: self.config.policy,
         });
@@ -388,8 +403,19 @@ impl Service {
             },
             FireDecision::Wait { due_at, waiting } => self.wait(entry, due_at, waiting).await?,
             FireDecision::Fire => match (hook, prompt, facts.cwd()) {
-                (Some(hook), Some(Ok(prompt)), Some(cwd)) => {
-                    return Ok(Decided::Fire(Box::new((hook, prompt, cwd.to_owned()))));
+                (Some(hook), Some(Ok(mut prompt)), Some(cwd)) => {
+                    // Claude itself stops a run that grows past the cap.
+                    prompt.options.max_budget = hook.max_cost;
+                    let estimate = match cost {
+                        Some(CostView::Estimated(e)) => Some(e.usd),
+                        _ => None,
+                    };
+                    return Ok(Decided::Fire(Box::new((
+                        hook,
+                        prompt,
+                        cwd.to_owned(),
+                        estimate,
+                    ))));
                 }
                 // decide_fire fires only with all three; should that ever break, record it
                 // rather than stop the daemon.
@@ -575,6 +601,7 @@ impl Service {
                 status: Some(status),
                 ..RunOutcome::default()
             },
+            estimated_cost_usd: None,
         }
     }
 
@@ -598,6 +625,7 @@ impl Service {
         hook: Hook,
         prompt: crate::prompt::Prompt,
         cwd: String,
+        estimated_cost_usd: Option<f64>,
         warnings: &mut Vec<String>,
     ) -> Result<FireAction, ServiceError> {
         let key = entry.key();
@@ -645,6 +673,7 @@ impl Service {
             started_at,
             finished_at: None,
             outcome: RunOutcome::default(),
+            estimated_cost_usd,
         };
         // Logged before the child starts: a run that may cost money is never invisible.
         let outcome = match self.ports.store.append_run(&record).await {
@@ -726,6 +755,56 @@ impl Service {
         let due = self.now() + self.config.policy.quiet_period;
         self.ports.store.wake(session, due, false).await?;
         Ok(FireAction::Ran(Box::new(record)))
+    }
+
+    /// What a follow-up of `hook` on a conversation with `facts` would cost now, with the
+    /// hook's prompt loaded as a run would load it; `Err` says why the prompt could not be.
+    pub async fn estimate(&self, hook: &Hook, facts: &SessionFacts) -> Result<CostView, String> {
+        let prompt = self
+            .ports
+            .prompts
+            .load(&hook.prompt_file, facts.cwd())
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(self.cost_view(hook, &prompt, facts).await)
+    }
+
+    /// What a follow-up of `hook` with `prompt` on a conversation with `facts` would cost:
+    /// the prompt file's model, else the one that wrote the conversation's last reply; its
+    /// context as cache writes; the output the hook's recent runs wrote (their median).
+    pub async fn cost_view(&self, hook: &Hook, prompt: &Prompt, facts: &SessionFacts) -> CostView {
+        let transcript = facts.transcript.as_ref();
+        let Some(model) = prompt
+            .options
+            .model
+            .clone()
+            .or_else(|| transcript.and_then(|t| t.model.clone()))
+        else {
+            return CostView::NoModel;
+        };
+        let Some((id, price)) = self.config.prices.lookup(&model) else {
+            return CostView::NoPrice { model };
+        };
+        let filter = RunFilter {
+            hook_id: Some(hook.id.clone()),
+            session_id: None,
+            limit: Some(RECENT_RUNS),
+        };
+        // The run log is for the record; an estimate without it uses the default output.
+        let recent: Vec<u64> = match self.ports.store.runs(&filter).await {
+            Ok(runs) => runs
+                .iter()
+                .filter_map(|r| r.outcome.usage.as_ref()?.output_tokens)
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        CostView::Estimated(Estimate::new(
+            &id,
+            &price,
+            transcript.and_then(|t| t.context_tokens).unwrap_or(0),
+            cost::prompt_tokens(&prompt.body),
+            cost::expected_output(&recent),
+        ))
     }
 
     /// Whether this process is running a follow-up on `session` right now (it holds the

@@ -487,6 +487,7 @@ fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> Transcri
         last_change: Some(t0() - Duration::seconds(changed_ago)),
         cwd: Some("/work".into()),
         last_assistant_text: None,
+        model: None,
     }
 }
 
@@ -751,6 +752,7 @@ fn fire_decision_table() {
             facts,
             run_in_progress,
             prompt_error,
+            cost: None,
             now,
             policy,
         });
@@ -773,6 +775,7 @@ fn retries_run_out_after_ten() {
             facts: &facts,
             run_in_progress: false,
             prompt_error: None,
+            cost: None,
             now,
             policy,
         }) {
@@ -1248,6 +1251,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
             facts: &open,
             run_in_progress: false,
             prompt_error: None,
+            cost: None,
             now,
             policy,
         })
@@ -1319,6 +1323,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
             facts,
             run_in_progress: false,
             prompt_error: None,
+            cost: None,
             now: t0(),
             policy,
         })
@@ -1355,6 +1360,7 @@ fn run_lines_fold_by_run_id_in_order_of_first_appearance() {
         started_at: t0(),
         finished_at: None,
         outcome: RunOutcome::default(),
+        estimated_cost_usd: Some(0.5),
     };
     let legacy = RunRecord {
         run_id: None,
@@ -1511,6 +1517,7 @@ async fn a_dead_runners_lease_is_recorded_as_interrupted_and_blocks_nothing_afte
             started_at: dead.started_at,
             finished_at: None,
             outcome: RunOutcome::default(),
+            estimated_cost_usd: None,
         })
         .await
         .unwrap();
@@ -1585,5 +1592,269 @@ fn a_prompt_with_a_name_and_a_description_reads_as_a_subagent() {
         ("---\nname: x\ndescription: y\n", false),
     ] {
         assert_eq!(reads_as_subagent(text), want, "{text:?}");
+    }
+}
+
+mod costs {
+    use super::*;
+    use crate::cost::*;
+
+    #[test]
+    fn model_ids_come_to_the_table_s_ids() {
+        let t = PriceTable::builtin();
+        let rows: &[(&str, Option<&str>)] = &[
+            ("claude-sonnet-4-5-20250929", Some("claude-sonnet-4-5")),
+            ("claude-sonnet-4-5@20250929", Some("claude-sonnet-4-5")),
+            (
+                "us.anthropic.claude-opus-4-1-20250805-v1:0",
+                Some("claude-opus-4-1"),
+            ),
+            ("claude-opus-4-8[1m]", Some("claude-opus-4-8")),
+            ("claude-opus-4-20250514", Some("claude-opus-4")),
+            ("claude-3-5-haiku-20241022", Some("claude-3-5-haiku")),
+            ("claude-haiku-4-5-20251001", Some("claude-haiku-4-5")),
+            ("sonnet", Some("claude-sonnet-5")),
+            ("OPUS", Some("claude-opus-4-8")),
+            ("sonnet[1m]", Some("claude-sonnet-5")),
+            ("haiku", Some("claude-haiku-4-5")),
+            ("gpt-5", None),
+            ("claude-hooks-test-model", None),
+            ("", None),
+        ];
+        for (model, want) in rows {
+            assert_eq!(
+                t.lookup(model).map(|(id, _)| id).as_deref(),
+                *want,
+                "{model}"
+            );
+        }
+    }
+
+    #[test]
+    fn prices_apply_to_usage_as_claude_code_computes_them() {
+        // Claude Code 2.1.197's own figure for this usage on claude-opus-4-8 (its
+        // documented result object): $0.02831.
+        let (_, opus) = PriceTable::builtin().lookup("claude-opus-4-8").unwrap();
+        let usage = Usage {
+            input_tokens: Some(102),
+            cache_creation_input_tokens: Some(2000),
+            cache_read_input_tokens: Some(30_000),
+            output_tokens: Some(12),
+        };
+        assert!((opus.cost(&usage) - 0.02831).abs() < 1e-9);
+        assert_eq!(opus.cost(&Usage::default()), 0.0);
+        let p = Price::standard(3.0, 15.0);
+        assert_eq!(
+            (p.cache_write_5m, p.cache_write_1h, p.cache_read),
+            (3.75, 6.0, 0.3)
+        );
+        assert!(p.is_valid());
+        assert!(!Price { input: -1.0, ..p }.is_valid());
+        assert!(
+            !Price {
+                output: f64::NAN,
+                ..p
+            }
+            .is_valid()
+        );
+    }
+
+    #[test]
+    fn the_estimate_is_context_as_cache_writes_plus_prompt_plus_output() {
+        let p = Price::standard(3.0, 15.0);
+        let e = Estimate::new("claude-sonnet-4-5", &p, 112_000, 400, 1_000);
+        // 112k × $3.75 + 400 × $3 + 1000 × $15, per million.
+        assert!((e.usd - (0.42 + 0.0012 + 0.015)).abs() < 1e-12, "{}", e.usd);
+        assert_eq!(
+            e.to_string(),
+            "about $0.44 on claude-sonnet-4-5: 112k context re-read as cache writes"
+        );
+        assert_eq!(prompt_tokens(""), 0);
+        assert_eq!(prompt_tokens("abcde"), 2);
+        assert_eq!(prompt_tokens("ééé"), 1, "characters, not bytes");
+        assert_eq!(expected_output(&[]), DEFAULT_OUTPUT_TOKENS);
+        assert_eq!(expected_output(&[900, 100, 5000]), 900);
+        assert_eq!(expected_output(&[10, 20]), 20);
+    }
+
+    #[test]
+    fn dollars_print_rounded_up() {
+        let rows: &[(f64, &str)] = &[
+            (0.0, "$0.00"),
+            (0.5, "$0.50"),
+            (0.501, "$0.51"),
+            (1.84, "$1.84"),
+            (0.00042, "$0.0005"),
+            (0.0001, "$0.0001"),
+            (12.0, "$12.00"),
+        ];
+        for (v, want) in rows {
+            assert_eq!(usd(*v), *want, "{v}");
+        }
+    }
+
+    #[test]
+    fn cost_caps_validate() {
+        let ok: &[(&str, Option<f64>)] = &[
+            ("0.50", Some(0.5)),
+            ("$1", Some(1.0)),
+            (" 2.25 ", Some(2.25)),
+            ("0", None),
+            ("10000", Some(10_000.0)),
+        ];
+        for (s, want) in ok {
+            assert_eq!(CostCap::parse(s).unwrap().usd(), *want, "{s}");
+        }
+        for bad in ["-1", "abc", "", "10000.01", "inf", "NaN", "1e400"] {
+            let e = CostCap::parse(bad).unwrap_err();
+            assert_eq!(e.field, "maxCostUsd", "{bad}");
+            assert!(e.rule.contains("from 0 to 10000"), "{bad}: {e}");
+        }
+    }
+
+    fn est(usd: f64) -> CostView {
+        CostView::Estimated(Estimate {
+            model: "claude-sonnet-4-5".into(),
+            context_tokens: 100_000,
+            prompt_tokens: 10,
+            output_tokens: 1000,
+            usd,
+        })
+    }
+
+    #[test]
+    fn the_cost_cap_decides_after_the_context_cap() {
+        let now = t0();
+        let capped = |cap: &str| Hook {
+            max_cost: CostCap::parse(cap).unwrap(),
+            max_context: ContextCap::NONE,
+            ..hook()
+        };
+        let facts = SessionFacts {
+            transcript: Some(transcript(60, Some(1000), false)),
+            ..SessionFacts::default()
+        };
+        let no_usage = SessionFacts {
+            transcript: Some(transcript(60, None, false)),
+            ..SessionFacts::default()
+        };
+        let skipped = |why: &str| FireDecision::Finish(Status::skipped(why));
+        let no_price = CostView::NoPrice {
+            model: "gpt-5".into(),
+        };
+        let big = SessionFacts {
+            transcript: Some(transcript(60, Some(5000), false)),
+            ..SessionFacts::default()
+        };
+        let rows: Vec<(&str, Hook, &SessionFacts, Option<CostView>, FireDecision)> = vec![
+            (
+                "under",
+                capped("0.50"),
+                &facts,
+                Some(est(0.49)),
+                FireDecision::Fire,
+            ),
+            (
+                "equal",
+                capped("0.50"),
+                &facts,
+                Some(est(0.50)),
+                FireDecision::Fire,
+            ),
+            (
+                "over",
+                capped("0.50"),
+                &facts,
+                Some(est(1.84)),
+                skipped("estimated $1.84 over the $0.50 cap"),
+            ),
+            (
+                "just over prints over",
+                capped("0.50"),
+                &facts,
+                Some(est(0.5001)),
+                skipped("estimated $0.51 over the $0.50 cap"),
+            ),
+            (
+                "unknown model",
+                capped("0.50"),
+                &facts,
+                Some(no_price.clone()),
+                skipped("no price for model gpt-5 (add it to prices.json)"),
+            ),
+            (
+                "no model at all",
+                capped("0.50"),
+                &facts,
+                Some(CostView::NoModel),
+                skipped(
+                    "no model known for the conversation, so no estimate (name one in the prompt file)",
+                ),
+            ),
+            (
+                "not estimated counts as no model",
+                capped("0.50"),
+                &facts,
+                None,
+                skipped(
+                    "no model known for the conversation, so no estimate (name one in the prompt file)",
+                ),
+            ),
+            (
+                "no transcript usage: priced as an empty context",
+                capped("0.50"),
+                &no_usage,
+                Some(est(0.02)),
+                FireDecision::Fire,
+            ),
+            (
+                "no cap, unknown model",
+                capped("0"),
+                &facts,
+                Some(no_price),
+                FireDecision::Fire,
+            ),
+            (
+                "no cap, over anything",
+                capped("0"),
+                &facts,
+                Some(est(99.0)),
+                FireDecision::Fire,
+            ),
+            (
+                "the context cap speaks first",
+                Hook {
+                    max_context: ContextCap::from_k(1).unwrap(),
+                    ..capped("0.50")
+                },
+                &big,
+                Some(est(9.0)),
+                skipped("context 5k over the 1k cap"),
+            ),
+        ];
+        for (name, h, facts, cost, want) in rows {
+            let entry = pending(0);
+            let got = decide_fire(FireInput {
+                hook: Some(&h),
+                entry: &entry,
+                facts,
+                run_in_progress: false,
+                prompt_error: None,
+                cost: cost.as_ref(),
+                now,
+                policy: Policy::default(),
+            });
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_cap_goes_to_claude_as_its_budget() {
+        let o = RunOptions {
+            max_budget: CostCap::parse("0.5").unwrap(),
+            ..RunOptions::default()
+        };
+        assert_eq!(o.to_args(), ["--max-budget-usd", "0.5"]);
+        assert!(RunOptions::default().to_args().is_empty());
     }
 }

@@ -12,6 +12,7 @@
 //!   Claude Code may have split over several lines sharing one `message.id`;
 //! - subagent or not: the path (`…/subagents/agent-*.jsonl`, legacy `agent-*.jsonl`) or the
 //!   first conversation line's `isSidechain: true`;
+//! - the model of that last assistant message (`message.model`);
 //! - the `cwd` of the last line that has one, and the file's last change.
 
 use std::fs::File;
@@ -206,6 +207,7 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
             match &last_msg {
                 None => {
                     last_msg = Some(id.clone());
+                    facts.model = line.message.as_ref().and_then(|m| m.model.clone());
                     texts_rev.extend(line.texts().into_iter().rev());
                 }
                 Some(prev) if prev.is_some() && *prev == id => {

@@ -49,7 +49,8 @@ fn find_result(stdout: &[u8]) -> Option<ResultJson> {
 
 /// The outcome of a run from its exit code and output. Success only on exit 0 with
 /// `is_error: false`; otherwise the status carries the subtype, the first of `errors`, the
-/// result text, or the first line of stderr.
+/// result text, or the first line of stderr. A run Claude stopped at its budget is
+/// `error: over budget: …`.
 pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> RunOutcome {
     let Some(r) = find_result(stdout) else {
         let why = first_line(stderr)
@@ -75,6 +76,11 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
         });
         let subtype = r.subtype.clone().filter(|s| s != "success");
         let why = match (subtype, first_error) {
+            // Claude stopped the run at the hook's cost cap (`--max-budget-usd`).
+            (Some(s), e) if s == "error_max_budget_usd" => format!(
+                "over budget: {}",
+                e.unwrap_or_else(|| "stopped by Claude at the hook's cost cap".to_owned())
+            ),
             (Some(s), Some(e)) => format!("{s}: {e}"),
             (Some(s), None) => s,
             (None, Some(e)) => e,

@@ -107,6 +107,9 @@ pub struct HookDto {
     pub skip_subagents: Option<bool>,
     #[serde(default)]
     pub max_context_k: Option<Value>,
+    /// This project's: the cost cap in US dollars (0 or absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<Value>,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -128,7 +131,7 @@ pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of a hook this project knows.
-pub const HOOK_FIELDS: [&str; 14] = [
+pub const HOOK_FIELDS: [&str; 15] = [
     "id",
     "name",
     "event",
@@ -139,6 +142,7 @@ pub const HOOK_FIELDS: [&str; 14] = [
     "skipCron",
     "skipSubagents",
     "maxContextK",
+    "maxCostUsd",
     "createdAt",
     "lastStatus",
     "history",
@@ -221,6 +225,12 @@ impl HookDto {
             Some(v) => ContextCap::from_k(whole("maxContextK", v)?)?,
             None => ContextCap::NONE,
         };
+        let max_cost = match &self.max_cost_usd {
+            None | Some(Value::Null) => CostCap::NONE,
+            Some(Value::Number(n)) => CostCap::from_usd(n.as_f64().unwrap_or(f64::NAN))?,
+            Some(Value::String(s)) => CostCap::parse(s)?,
+            Some(other) => CostCap::parse(&other.to_string())?,
+        };
         let stored: BTreeMap<String, Value> = match &self.history {
             Some(raw) => serde_json::from_str::<Option<BTreeMap<String, Value>>>(raw.get())
                 .map_err(|e| {
@@ -251,6 +261,7 @@ impl HookDto {
             skip_cron: self.skip_cron.unwrap_or(false),
             skip_subagents: self.skip_subagents.unwrap_or(false),
             max_context,
+            max_cost,
             created_at: self.created_at.as_deref().and_then(stamp::parse),
             last_status: self.last_status.as_deref().map(Status::parse),
             history,
@@ -270,6 +281,11 @@ impl HookDto {
         self.skip_cron = Some(hook.skip_cron);
         self.skip_subagents = Some(hook.skip_subagents);
         self.max_context_k = Some(Value::from(hook.max_context.k()));
+        // A file that never had a cap does not get the field.
+        self.max_cost_usd = match hook.max_cost.usd() {
+            Some(usd) => Some(Value::from(usd)),
+            None => self.max_cost_usd.take().map(|_| Value::from(0)),
+        };
         if self.created_at.as_deref().and_then(stamp::parse) != hook.created_at {
             self.created_at = hook.created_at.map(stamp::format);
         }
@@ -501,6 +517,9 @@ pub struct RunDto {
     pub completed: Option<bool>,
     pub num_turns: Option<u64>,
     pub cost_usd: Option<f64>,
+    /// What the run was estimated to cost before it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_cost_usd: Option<f64>,
     pub usage: Option<UsageDto>,
     pub duration_ms: Option<u64>,
 }
@@ -532,6 +551,7 @@ impl RunDto {
             completed: o.completed,
             num_turns: o.num_turns,
             cost_usd: o.cost_usd,
+            estimated_cost_usd: r.estimated_cost_usd,
             usage: o.usage.map(|u| UsageDto {
                 input_tokens: u.input_tokens,
                 cache_creation_input_tokens: u.cache_creation_input_tokens,
@@ -574,6 +594,7 @@ impl RunDto {
                 session_id: None,
                 result_text: None,
             },
+            estimated_cost_usd: self.estimated_cost_usd,
         })
     }
 }

@@ -37,6 +37,7 @@ struct Shared {
     mode: Mutex<MockMode>,
     final_line: Mutex<Option<String>>,
     usage: Mutex<(u64, u64, u64)>,
+    output_tokens: AtomicU64,
     requests: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
     slow: Mutex<std::time::Duration>,
@@ -57,6 +58,7 @@ impl MockApi {
             mode: Mutex::new(MockMode::Normal),
             final_line: Mutex::new(None),
             usage: Mutex::new((100, 2000, 30_000)),
+            output_tokens: AtomicU64::new(12),
             requests: AtomicUsize::new(0),
             bodies: Mutex::new(Vec::new()),
             slow: Mutex::new(std::time::Duration::from_secs(8)),
@@ -93,6 +95,11 @@ impl MockApi {
         *self.shared.usage.lock().expect("usage") = (input, cache_creation, cache_read);
     }
     /// How long a `SLOW_REPLY` turn takes.
+    /// The output tokens a plain reply reports (12 unless set).
+    pub fn set_output_tokens(&self, n: u64) {
+        self.shared.output_tokens.store(n, Ordering::SeqCst);
+    }
+
     pub fn set_slow(&self, d: std::time::Duration) {
         *self.shared.slow.lock().expect("slow") = d;
     }
@@ -249,7 +256,10 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         text.push('\n');
         text.push_str(&l);
     }
+    let output_tokens = s.output_tokens.load(Ordering::SeqCst);
     if !stream {
+        let mut usage = usage;
+        usage["output_tokens"] = json!(output_tokens);
         let msg = json!({"id": id, "type": "message", "role": "assistant", "model": model,
             "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null, "usage": usage});
         return respond_json(&mut w, &msg);
@@ -275,7 +285,7 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         ),
         (
             "message_delta",
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 12}}),
+            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}),
         ),
         ("message_stop", json!({"type": "message_stop"})),
     ];

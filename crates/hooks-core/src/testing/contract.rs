@@ -570,6 +570,7 @@ pub async fn run_log(store: &dyn HookStore) {
                 session_id: Some(s.to_owned()),
                 result_text: None,
             },
+            estimated_cost_usd: (i == 0).then_some(0.375),
         };
         store.append_run(&rec).await.expect("append");
     }
@@ -581,6 +582,12 @@ pub async fn run_log(store: &dyn HookStore) {
         "missing fields stay missing"
     );
     assert_eq!(all[0].outcome.cost_usd, Some(0.5));
+    assert_eq!(
+        all[0].estimated_cost_usd,
+        Some(0.375),
+        "the estimate is kept"
+    );
+    assert_eq!(all[1].estimated_cost_usd, None);
     let f = RunFilter {
         hook_id: Some(h1.clone()),
         session_id: Some(sid("a")),
@@ -698,6 +705,7 @@ pub async fn run_log_folds_a_run(store: &dyn HookStore) {
         started_at: t0(),
         finished_at: None,
         outcome: RunOutcome::default(),
+        estimated_cost_usd: Some(0.125),
     };
     let other = RunRecord {
         run_id: Some("me#2".into()),

@@ -229,3 +229,85 @@ async fn a_flag_like_option_is_refused_before_anything_runs() {
     assert!(matches!(e, RunnerError::Invalid(_)), "{e:?}");
     assert_eq!(api.requests(), 0, "nothing ran");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_past_its_budget_is_stopped_by_claude_and_said_so() {
+    let api = MockApi::start();
+    let env = ClaudeEnv::new(&api);
+    let work = env.workdir("proj");
+    let sid = env.new_conversation(&work, "hello");
+    let runner = runner_for(&env, &claude_bin(), Duration::from_secs(120));
+    // The mock's reply costs about $0.03; the cap is a hundredth of a cent.
+    let opts = RunOptions {
+        max_budget: hooks_core::CostCap::parse("0.0001").unwrap(),
+        ..RunOptions::default()
+    };
+    let o = runner
+        .run(&request(&sid, &work, "tidy up", opts))
+        .await
+        .unwrap();
+    assert_eq!(
+        o.status,
+        Some(Status::error(
+            "over budget: Reached maximum budget ($0.0001)"
+        )),
+        "{o:?}"
+    );
+    assert!(
+        o.cost_usd.is_some_and(|c| c > 0.0001),
+        "what it cost is still recorded: {o:?}"
+    );
+}
+
+/// The price table checked against an oracle nobody here wrote: Claude Code computes
+/// `total_cost_usd` itself. For each model family (and the aliases, as 2.1.197 resolves
+/// them), named in a prompt's frontmatter, the table applied to the usage the CLI reports
+/// must give Claude Code's own figure to within 1 %. The usage is chosen so that each of
+/// input, cache writes, cache reads and output is well over 1 % of the total.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_price_table_gives_claude_code_s_own_cost_for_every_family() {
+    let api = MockApi::start();
+    let env = ClaudeEnv::new(&api);
+    let work = env.workdir("proj");
+    let sid = env.new_conversation(&work, "hello");
+    let runner = runner_for(&env, &claude_bin(), Duration::from_secs(120));
+    // Under 200k in all: over a model's window the CLI would compact first (a second,
+    // billed request).
+    api.set_usage(10_000, 30_000, 60_000);
+    api.set_output_tokens(2_000);
+    let table = hooks_core::cost::PriceTable::builtin();
+    let mut checked = Vec::new();
+    for model in [
+        "claude-opus-4-8",
+        "claude-opus-4-5-20251101",
+        "claude-sonnet-5",
+        "claude-sonnet-4-5-20250929",
+        "claude-sonnet-4-20250514",
+        "claude-haiku-4-5-20251001",
+        "claude-3-5-haiku-20241022",
+        "claude-mythos-5",
+        "opus",
+        "sonnet",
+        "haiku",
+    ] {
+        let prompt = parse_prompt(&format!("---\nname: x\nmodel: {model}\n---\ntidy up")).unwrap();
+        let o = runner
+            .run(&request(&sid, &work, &prompt.body, prompt.options))
+            .await
+            .unwrap();
+        assert_eq!(o.status, Some(Status::Ok), "{model}: {o:?}");
+        let usage = o.usage.expect("usage");
+        assert_eq!(usage.output_tokens, Some(2_000), "{model}");
+        let theirs = o.cost_usd.expect("total_cost_usd");
+        let (id, price) = table
+            .lookup(model)
+            .unwrap_or_else(|| panic!("no price for {model}"));
+        let ours = price.cost(&usage);
+        assert!(
+            (ours - theirs).abs() <= theirs * 0.01,
+            "{model} ({id}): ours ${ours:.6}, Claude Code's ${theirs:.6}"
+        );
+        checked.push(format!("{model} ({id}): ${theirs:.4}"));
+    }
+    eprintln!("oracle: {}", checked.join("; "));
+}

@@ -304,6 +304,7 @@ async fn run_log_is_append_only_json_lines() {
             cost_usd: Some(0.02831),
             ..Default::default()
         },
+        estimated_cost_usd: None,
     };
     store.append_run(&rec).await.unwrap();
     let mut f = fs::OpenOptions::new()
@@ -426,4 +427,42 @@ async fn an_enqueue_refuses_a_large_file_broken_deep_in_a_history() {
             "last good"
         );
     }
+}
+
+#[tokio::test]
+async fn a_cost_cap_is_stored_as_max_cost_usd_and_only_where_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let file = || read_json(&dir.path().join(STORE_FILE));
+    assert!(
+        file()["hooks"]["post-task"].get("maxCostUsd").is_none(),
+        "a hook without a cap gets no field"
+    );
+    let cap = |usd: &str| HookPatch {
+        max_cost: Some(CostCap::parse(usd).unwrap()),
+        ..Default::default()
+    };
+    let h = store
+        .update_hook(&post_task_id(), &cap("0.5"))
+        .await
+        .unwrap();
+    assert_eq!(h.max_cost.usd(), Some(0.5));
+    assert_eq!(file()["hooks"]["post-task"]["maxCostUsd"], 0.5);
+    let h = store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(h.max_cost.usd(), Some(0.5), "read back");
+    store.update_hook(&post_task_id(), &cap("0")).await.unwrap();
+    assert_eq!(
+        file()["hooks"]["post-task"]["maxCostUsd"],
+        0,
+        "removed as 0"
+    );
+
+    let (_d, bad) = store_with(
+        r#"{"hooks": {"h": {"event": "conversation-done", "promptFile": ".claude/agents/hooks/h.md", "maxCostUsd": -2}}, "pending": []}"#,
+    );
+    let e = bad.snapshot().await.unwrap_err().to_string();
+    assert!(
+        e.contains("\"h\"") && e.contains("maxCostUsd") && e.contains("from 0 to 10000"),
+        "{e}"
+    );
 }

@@ -1,0 +1,312 @@
+//! What a follow-up costs: the price table, the estimate made before a run, and what the
+//! fire decision looks at when a hook has a cost cap.
+//!
+//! A resume starts a new `claude` process whose preamble differs from the one that wrote
+//! the conversation, so the prompt cache misses and the whole prior conversation is paid
+//! again as cache writes. The estimate is therefore: the conversation's context at the
+//! cache-write price, plus the prompt at the input price, plus the output the hook usually
+//! writes at the output price.
+
+use std::fmt;
+
+use crate::model::{CostCap, Usage};
+
+/// Prices of one model in US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    /// Writing the prompt cache for 5 minutes (what Claude Code writes).
+    pub cache_write_5m: f64,
+    /// Writing it for an hour.
+    pub cache_write_1h: f64,
+    pub cache_read: f64,
+    pub output: f64,
+}
+
+impl Price {
+    /// A price with Anthropic's cache multipliers on the input price: writes 1.25× for
+    /// 5 minutes and 2× for an hour, reads 0.1×.
+    pub const fn standard(input: f64, output: f64) -> Self {
+        Self {
+            input,
+            cache_write_5m: input * 1.25,
+            cache_write_1h: input * 2.0,
+            cache_read: input / 10.0,
+            output,
+        }
+    }
+
+    /// What `usage` costs at this price, cache writes at the 5-minute price.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let n = |v: Option<u64>| v.unwrap_or(0) as f64;
+        (n(usage.input_tokens) * self.input
+            + n(usage.cache_creation_input_tokens) * self.cache_write_5m
+            + n(usage.cache_read_input_tokens) * self.cache_read
+            + n(usage.output_tokens) * self.output)
+            / 1e6
+    }
+
+    /// Each price is a finite number ≥ 0.
+    pub fn is_valid(&self) -> bool {
+        [
+            self.input,
+            self.cache_write_5m,
+            self.cache_write_1h,
+            self.cache_read,
+            self.output,
+        ]
+        .iter()
+        .all(|p| p.is_finite() && *p >= 0.0)
+    }
+}
+
+/// When the built-in table was taken, and from where.
+pub const PRICES_TAKEN: &str = "2026-12-03";
+pub const PRICES_SOURCE: &str = "Anthropic's published per-token prices, checked against the \
+     total_cost_usd that Claude Code 2.1.197 computes for each model";
+
+/// The built-in prices, by model id without a date suffix.
+const BUILTIN: &[(&str, f64, f64)] = &[
+    // Opus 4.5 and later.
+    ("claude-opus-4-8", 5.0, 25.0),
+    ("claude-opus-4-7", 5.0, 25.0),
+    ("claude-opus-4-6", 5.0, 25.0),
+    ("claude-opus-4-5", 5.0, 25.0),
+    // Opus 4 and 4.1.
+    ("claude-opus-4-1", 15.0, 75.0),
+    ("claude-opus-4-0", 15.0, 75.0),
+    ("claude-opus-4", 15.0, 75.0),
+    // Sonnet.
+    ("claude-sonnet-5", 3.0, 15.0),
+    ("claude-sonnet-4-6", 3.0, 15.0),
+    ("claude-sonnet-4-5", 3.0, 15.0),
+    ("claude-sonnet-4-0", 3.0, 15.0),
+    ("claude-sonnet-4", 3.0, 15.0),
+    ("claude-3-7-sonnet", 3.0, 15.0),
+    // Haiku.
+    ("claude-haiku-4-5", 1.0, 5.0),
+    ("claude-3-5-haiku", 0.8, 4.0),
+    // The 5 family's largest models.
+    ("claude-mythos-5", 10.0, 50.0),
+    ("claude-fable-5", 10.0, 50.0),
+];
+
+/// The aliases Claude Code 2.1.197 resolves, and what to.
+const ALIASES: &[(&str, &str)] = &[
+    ("opus", "claude-opus-4-8"),
+    ("sonnet", "claude-sonnet-5"),
+    ("haiku", "claude-haiku-4-5"),
+    ("opusplan", "claude-opus-4-8"),
+];
+
+/// Model ids and their prices. Ids are compared after [`canonical`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PriceTable {
+    models: Vec<(String, Price)>,
+    aliases: Vec<(String, String)>,
+}
+
+impl Default for PriceTable {
+    fn default() -> Self {
+        Self::builtin()
+    }
+}
+
+impl PriceTable {
+    /// The table this version ships with (see [`PRICES_TAKEN`], [`PRICES_SOURCE`]).
+    pub fn builtin() -> Self {
+        Self {
+            models: BUILTIN
+                .iter()
+                .map(|(m, i, o)| ((*m).to_owned(), Price::standard(*i, *o)))
+                .collect(),
+            aliases: ALIASES
+                .iter()
+                .map(|(a, m)| ((*a).to_owned(), (*m).to_owned()))
+                .collect(),
+        }
+    }
+
+    /// Sets (or adds) the price of `model`.
+    pub fn set(&mut self, model: &str, price: Price) {
+        let id = canonical(model);
+        match self.models.iter_mut().find(|(m, _)| *m == id) {
+            Some(slot) => slot.1 = price,
+            None => self.models.push((id, price)),
+        }
+    }
+
+    /// Makes `alias` name `model`.
+    pub fn alias(&mut self, alias: &str, model: &str) {
+        let (a, m) = (alias.to_ascii_lowercase(), canonical(model));
+        match self.aliases.iter_mut().find(|(x, _)| *x == a) {
+            Some(slot) => slot.1 = m,
+            None => self.aliases.push((a, m)),
+        }
+    }
+
+    /// The model id `model` comes to (an alias resolved, see [`canonical`]) and its price,
+    /// if the table has one.
+    pub fn lookup(&self, model: &str) -> Option<(String, Price)> {
+        let lower = model.trim().to_ascii_lowercase();
+        let bare = lower.strip_suffix("[1m]").unwrap_or(&lower);
+        let id = match self.aliases.iter().find(|(a, _)| a == bare) {
+            Some((_, m)) => m.clone(),
+            None => canonical(bare),
+        };
+        self.models
+            .iter()
+            .find(|(m, _)| *m == id)
+            .map(|(m, p)| (m.clone(), *p))
+    }
+
+    /// Every model and price, in the table's order.
+    pub fn models(&self) -> impl Iterator<Item = (&str, &Price)> {
+        self.models.iter().map(|(m, p)| (m.as_str(), p))
+    }
+}
+
+/// A model id as the table keys it: lower case, without a `[1m]` suffix, a provider's
+/// prefix (`us.anthropic.`, `anthropic.`), a version suffix (`-v1:0`, `@20250929`) or a
+/// date suffix (`-20250929`).
+pub fn canonical(model: &str) -> String {
+    let mut id = model.trim().to_ascii_lowercase();
+    if let Some(s) = id.strip_suffix("[1m]") {
+        id = s.to_owned();
+    }
+    if let Some(at) = id.find("claude-") {
+        id = id[at..].to_owned();
+    }
+    if let Some(at) = id.find(['@', ':']) {
+        id.truncate(at);
+    }
+    if let Some(s) = id.strip_suffix("-v1") {
+        id = s.to_owned();
+    }
+    let date = id.len() >= 9
+        && id.as_bytes()[id.len() - 9] == b'-'
+        && id[id.len() - 8..].bytes().all(|b| b.is_ascii_digit());
+    if date {
+        id.truncate(id.len() - 9);
+    }
+    id
+}
+
+/// Output tokens assumed for a hook with no runs yet.
+pub const DEFAULT_OUTPUT_TOKENS: u64 = 1_000;
+
+/// The output a hook's next run is expected to write: the median of its recent runs'
+/// output tokens, or [`DEFAULT_OUTPUT_TOKENS`].
+pub fn expected_output(recent: &[u64]) -> u64 {
+    if recent.is_empty() {
+        return DEFAULT_OUTPUT_TOKENS;
+    }
+    let mut v = recent.to_vec();
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// A prompt's tokens, roughly: a token is about four characters of English.
+pub fn prompt_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// What a follow-up is expected to cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Estimate {
+    /// The model it was priced as.
+    pub model: String,
+    /// The conversation's context, written to the cache again.
+    pub context_tokens: u64,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+    pub usd: f64,
+}
+
+impl Estimate {
+    pub fn new(
+        model: &str,
+        price: &Price,
+        context_tokens: u64,
+        prompt_tokens: u64,
+        output_tokens: u64,
+    ) -> Self {
+        let usd = (context_tokens as f64 * price.cache_write_5m
+            + prompt_tokens as f64 * price.input
+            + output_tokens as f64 * price.output)
+            / 1e6;
+        Self {
+            model: model.to_owned(),
+            context_tokens,
+            prompt_tokens,
+            output_tokens,
+            usd,
+        }
+    }
+}
+
+impl fmt::Display for Estimate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "about {} on {}: {}k context re-read as cache writes",
+            usd(self.usd),
+            self.model,
+            self.context_tokens.div_ceil(1000)
+        )
+    }
+}
+
+/// What the fire decision knows of a follow-up's cost.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CostView {
+    Estimated(Estimate),
+    /// The conversation's (or the prompt's) model has no price.
+    NoPrice {
+        model: String,
+    },
+    /// Neither the transcript nor the prompt file names a model.
+    NoModel,
+}
+
+impl CostView {
+    /// Why there is no estimate, when there is none.
+    pub fn no_estimate(&self) -> Option<String> {
+        match self {
+            CostView::Estimated(_) => None,
+            CostView::NoPrice { model } => Some(format!(
+                "no price for model {model} (add it to prices.json)"
+            )),
+            CostView::NoModel => Some(
+                "no model known for the conversation, so no estimate (name one in the prompt file)"
+                    .to_owned(),
+            ),
+        }
+    }
+}
+
+/// The check of a hook's cap: `Some(why)` when the follow-up must not run. Without an
+/// estimate a capped hook does not run: a cap that cannot be checked is not a cap.
+pub fn over_cap(cap: CostCap, view: &CostView) -> Option<String> {
+    let cap = cap.usd()?;
+    match view {
+        CostView::Estimated(e) if e.usd > cap => Some(format!(
+            "estimated {} over the {} cap",
+            usd(e.usd),
+            usd(cap)
+        )),
+        other => other.no_estimate(),
+    }
+}
+
+/// Dollars as people read them: cents from a cent up, four places below. Rounded up, so
+/// an amount over a cap never prints as equal to it.
+pub fn usd(v: f64) -> String {
+    if v <= 0.0 {
+        "$0.00".to_owned()
+    } else if v >= 0.01 {
+        format!("${:.2}", (v * 100.0 - 1e-9).ceil() / 100.0)
+    } else {
+        format!("${:.4}", (v * 10_000.0 - 1e-9).ceil() / 10_000.0)
+    }
+}

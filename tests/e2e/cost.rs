@@ -1,0 +1,198 @@
+//! Cost caps with the real `claude`: a follow-up estimated over its hook's cap is skipped
+//! before anything reaches the API; one under it runs with the cap passed to Claude as its
+//! budget; one that grows past it is stopped by Claude and recorded as such.
+
+use crate::support::*;
+
+/// A `claude` that writes its arguments, one a line, to `args.log`, then is the real one.
+fn logging_claude(app: &App) -> std::path::PathBuf {
+    let path = app.env.dir.path().join("claude-logging-args");
+    hooks_testkit::write_script(
+        &path,
+        &format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" >> '{log}'\nexec '{real}' \"$@\"\n",
+            log = app.env.dir.path().join("args.log").display(),
+            real = app.claude.display(),
+        ),
+    );
+    path
+}
+
+fn args_log(app: &App) -> Vec<String> {
+    std::fs::read_to_string(app.env.dir.path().join("args.log"))
+        .map(|t| t.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// Whether a follow-up was started (`doctor` also runs `claude --version`).
+fn resumed(app: &App) -> bool {
+    args_log(app).iter().any(|a| a == "--resume")
+}
+
+fn capped_app(cap: &str) -> App {
+    let mut app = App::real();
+    app.claude = logging_claude(&app);
+    app.ok(&["init"]);
+    app.ok(&["install", "--daemon", "none"]);
+    app.ok(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--delay",
+        "0",
+        "--max-context-k",
+        "0",
+        "--max-cost-usd",
+        cap,
+    ]);
+    app
+}
+
+/// A conversation that says DONE with 82.1k of context: re-read as cache writes at
+/// claude-opus-4-8's $6.25 a million, about $0.51. Returns its session id.
+fn big_conversation(app: &App) -> String {
+    app.api.set_usage(100, 2000, 80_000);
+    app.claude("big job SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn a_follow_up_estimated_over_its_cap_is_skipped_before_any_request() {
+    let app = capped_app("0.10");
+    let sid = big_conversation(&app);
+    let session = app.json(&["session", &sid]);
+    let e = &session["estimates"][0];
+    assert_eq!(e["hookId"], "post-task", "{session}");
+    assert!(
+        e["estimatedCostUsd"].as_f64().is_some_and(|c| c > 0.5),
+        "{e}"
+    );
+    assert!(
+        e["skippedBecause"]
+            .as_str()
+            .is_some_and(|w| w.ends_with("over the $0.10 cap")),
+        "{e}"
+    );
+    let text = app.ok(&["session", &sid]);
+    assert!(
+        text.contains("a follow-up now would cost about $0.5")
+            && text.contains("on claude-opus-4-8: 83k context re-read as cache writes"),
+        "{text}"
+    );
+
+    let before = app.api.requests();
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let status = app.last_status("post-task");
+    assert!(
+        status.starts_with("skipped: estimated $0.5") && status.ends_with("over the $0.10 cap"),
+        "{status}"
+    );
+    assert_eq!(app.api.requests(), before, "no request reached the API");
+    assert!(!resumed(&app), "no follow-up was started");
+    assert!(app.runs().is_empty());
+    assert!(app.pending().is_empty());
+}
+
+#[test]
+fn a_follow_up_under_its_cap_runs_with_the_cap_as_claude_s_budget() {
+    let app = capped_app("2.5");
+    let sid = app.claude("small job SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let args = args_log(&app);
+    let at = args.iter().position(|a| a == "--max-budget-usd");
+    assert_eq!(
+        at.and_then(|i| args.get(i + 1)).map(String::as_str),
+        Some("2.5"),
+        "{args:?}"
+    );
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let r = &runs[0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["sessionId"], sid.as_str());
+    let (estimated, actual) = (
+        r["estimatedCostUsd"].as_f64().expect("an estimate"),
+        r["costUsd"].as_f64().expect("a cost"),
+    );
+    eprintln!("estimate ${estimated:.4}, actual ${actual:.4}");
+    assert!(estimated > 0.0 && actual > 0.0);
+    let table = app.ok(&["runs"]);
+    assert!(table.contains("ESTIMATED"), "{table}");
+}
+
+#[test]
+fn a_run_that_grows_past_its_cap_is_stopped_by_claude_and_recorded_so() {
+    let app = capped_app("0.05");
+    // A small conversation: the estimate is under the cap (about $0.04)...
+    app.api.set_usage(100, 2000, 1_000);
+    app.claude("small job SAY_DONE");
+    // ...but the follow-up's own turn reads far more: about $0.21.
+    app.api.set_usage(100, 30_000, 40_000);
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let r = &runs[0];
+    assert_eq!(
+        r["status"], "error: over budget: Reached maximum budget ($0.05)",
+        "{r}"
+    );
+    assert!(
+        r["estimatedCostUsd"].as_f64().is_some_and(|e| e <= 0.05),
+        "{r}"
+    );
+    assert!(r["costUsd"].as_f64().is_some_and(|c| c > 0.05), "{r}");
+    assert_eq!(
+        app.hook("post-task")["lastStatus"],
+        "error: over budget: Reached maximum budget ($0.05)"
+    );
+}
+
+#[test]
+fn prices_json_changes_the_estimate_and_a_bad_one_is_refused_everywhere() {
+    let app = capped_app("0.10");
+    let sid = big_conversation(&app);
+    // The user's own, cheaper price for the model: now under the cap.
+    let prices = app.data_dir().join("prices.json");
+    std::fs::write(
+        &prices,
+        r#"{"models": {"claude-opus-4-8": {"input": 0.5, "output": 2.5}}}"#,
+    )
+    .unwrap();
+    let e = &app.json(&["session", &sid])["estimates"][0];
+    assert!(
+        e["estimatedCostUsd"].as_f64().is_some_and(|c| c < 0.10),
+        "{e}"
+    );
+    assert!(e["skippedBecause"].is_null(), "{e}");
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor
+            .lines()
+            .any(|l| l.starts_with("ok   prices") && l.ends_with("prices.json")),
+        "{doctor}"
+    );
+
+    // A bad file: every command that prices says where and why, and nothing runs.
+    std::fs::write(
+        &prices,
+        "{\n  \"models\": {\"claude-opus-4-8\": {\"input\": -1, \"output\": 2.5}}\n}\n",
+    )
+    .unwrap();
+    for args in [&["doctor"][..], &["tick"], &["session", &sid]] {
+        let o = app.run(args);
+        let err =
+            String::from_utf8_lossy(&o.stderr).into_owned() + &String::from_utf8_lossy(&o.stdout);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("prices.json") && err.contains("line 2") && err.contains("0 or more"),
+            "{args:?}: {err}"
+        );
+    }
+    assert_eq!(app.pending().len(), 1, "the entry still waits");
+    assert!(!resumed(&app), "nothing ran");
+}
