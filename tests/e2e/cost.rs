@@ -29,6 +29,8 @@ fn resumed(app: &App) -> bool {
     args_log(app).iter().any(|a| a == "--resume")
 }
 
+/// A user with the post-task hook due at once, no context cap, and `cap` as its cost cap
+/// (`0`: none); follow-ups run a `claude` that logs its arguments.
 fn capped_app(cap: &str) -> App {
     let mut app = App::real();
     app.claude = logging_claude(&app);
@@ -195,4 +197,95 @@ fn prices_json_changes_the_estimate_and_a_bad_one_is_refused_everywhere() {
     }
     assert_eq!(app.pending().len(), 1, "the entry still waits");
     assert!(!resumed(&app), "nothing ran");
+}
+
+#[test]
+fn the_daily_budget_stops_the_third_of_three_runs_until_the_next_day() {
+    let app = capped_app("0");
+    // Our estimate is made nothing (the price is ours to set), so what stops the third
+    // run is what the first two cost by Claude Code's own figures: $0.0283 each.
+    std::fs::write(
+        app.data_dir().join("prices.json"),
+        r#"{"models": {"claude-opus-4-8": {"input": 0, "output": 0}}}"#,
+    )
+    .unwrap();
+    let set = app.ok(&["budget", "set", "--daily-usd", "0.05", "--time-zone", "UTC"]);
+    assert!(
+        set.contains("$0.00 spent today") && set.contains("of $0.05 a day"),
+        "{set}"
+    );
+    let mut sessions = Vec::new();
+    for n in 1..=3 {
+        let sid = app.claude(&format!("job {n} SAY_DONE"))["session_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        app.ok(&["tick", "--quiet-period", "0"]);
+        sessions.push(sid);
+    }
+    let runs = app.runs();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
+    let ran: Vec<&str> = runs
+        .iter()
+        .map(|r| r["sessionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ran, [sessions[0].as_str(), sessions[1].as_str()]);
+
+    let pending = app.pending();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let reason = pending[0]["waiting"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("daily budget: $0.06 spent today of $0.05")
+            && reason.contains("waits for the next day"),
+        "{reason}"
+    );
+    let tomorrow = time::OffsetDateTime::now_utc().date().next_day().unwrap();
+    assert_eq!(
+        pending[0]["dueAt"].as_str(),
+        Some(format!("{tomorrow}T00:00:00+0000").as_str()),
+        "due at the next midnight in the budget's zone"
+    );
+    let session = app.ok(&["session", &sessions[2]]);
+    assert!(session.contains("waiting: daily budget"), "{session}");
+    let status = app.json(&["status"]);
+    assert!(
+        status["budget"]["spentTodayUsd"]
+            .as_f64()
+            .is_some_and(|s| s > 0.05),
+        "{status}"
+    );
+
+    // The spend, summed: by hook, and by model.
+    let by_hook = app.json(&["runs", "--summary", "--by", "hook"]);
+    let row = &by_hook[0];
+    assert_eq!(
+        (row["key"].as_str(), row["runs"].as_u64()),
+        (Some("post-task"), Some(2))
+    );
+    let spent: f64 = runs.iter().map(|r| r["costUsd"].as_f64().unwrap()).sum();
+    assert!(
+        (row["costUsd"].as_f64().unwrap() - spent).abs() < 1e-9,
+        "{row}"
+    );
+    assert_eq!(row["tokens"]["cacheRead"], 60_000);
+    let by_model = app.json(&["runs", "--summary", "--by", "model"]);
+    assert_eq!(by_model[0]["key"], "claude-opus-4-8", "{by_model}");
+    let table = app.ok(&["runs", "--summary", "--by", "day", "--since", "2026-01-01"]);
+    assert!(
+        table.contains(&time::OffsetDateTime::now_utc().date().to_string()),
+        "{table}"
+    );
+
+    // A bigger budget wakes what waited for the old one: the third one goes.
+    let set = app.ok(&["budget", "set", "--daily-usd", "1", "--time-zone", "UTC"]);
+    assert!(
+        set.contains("1 follow-up(s) that waited for the budget are due again"),
+        "{set}"
+    );
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    assert_eq!(runs[2]["sessionId"], sessions[2].as_str());
+    assert!(app.pending().is_empty());
 }

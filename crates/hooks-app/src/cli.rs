@@ -70,9 +70,21 @@ pub enum Command {
         session: Option<String>,
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Totals instead of runs: count, completed rate, cost against the estimate, tokens
+        #[arg(long)]
+        summary: bool,
+        /// With --summary: one row per day (in the budget's time zone), hook or model
+        #[arg(long, value_enum, requires = "summary")]
+        by: Option<SummaryBy>,
+        /// Only runs started on or after this day (YYYY-MM-DD, in the budget's time zone)
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// The daily budget for all follow-ups: set, show or clear it
+    #[command(subcommand)]
+    Budget(BudgetCmd),
     /// What the app knows about a conversation ("why was it skipped?")
     Session {
         session: String,
@@ -126,6 +138,34 @@ pub enum Command {
     /// Print the man page (roff); `cargo xtask man` writes it to target/man/
     #[command(hide = true)]
     Man,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryBy {
+    Day,
+    Hook,
+    Model,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BudgetCmd {
+    /// Set the most all follow-ups together may cost in one day
+    Set {
+        /// US dollars a day
+        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+        daily_usd: String,
+        /// The time zone whose days count (e.g. Europe/Berlin); this machine's by default
+        #[arg(long, value_name = "ZONE")]
+        time_zone: Option<String>,
+        /// What a follow-up the day's budget cannot pay for does: wait for the next day, or
+        /// be skipped
+        #[arg(long, value_name = "WHAT", default_value = "wait")]
+        when_reached: String,
+    },
+    /// The budget and today's spend
+    Show(JsonFlag),
+    /// Remove the budget
+    Clear,
 }
 
 #[derive(Debug, Args, Clone, Copy)]

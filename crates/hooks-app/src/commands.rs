@@ -53,8 +53,12 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             hook,
             session,
             limit,
+            summary,
+            by,
+            since,
             json,
-        } => runs(&ctx, hook, session, limit, json.json)?,
+        } => runs(&ctx, hook, session, limit, (summary, by, since), json.json)?,
+        Command::Budget(cmd) => crate::spend::budget(&ctx, cmd)?,
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
         Command::Notify {
             session,
@@ -76,7 +80,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
 }
 
 /// A service for commands that run nothing.
-fn service(ctx: &Context) -> AppResult<(Service, hooks_store_json::JsonStore)> {
+pub fn service(ctx: &Context) -> AppResult<(Service, hooks_store_json::JsonStore)> {
     let mut config = Config::new(context::owner_id());
     config.prices = crate::prices::load(&ctx.data_dir)?;
     ctx.service(ctx.runner(Duration::from_secs(1)), config)
@@ -422,15 +426,28 @@ fn runs(
     hook: Option<String>,
     session: Option<String>,
     limit: Option<usize>,
+    (summary, by, since): (bool, Option<crate::cli::SummaryBy>, Option<String>),
     json: bool,
 ) -> AppResult {
     let store = ctx.open_store()?;
     let filter = RunFilter {
         hook_id: hook.as_deref().map(HookId::parse).transpose()?,
         session_id: session.as_deref().map(SessionId::parse).transpose()?,
-        limit,
+        limit: if summary || since.is_some() {
+            None
+        } else {
+            limit
+        },
     };
     let runs = block_on(store.runs(&filter))??;
+    let Some(mut runs) =
+        crate::spend::runs_summary(ctx, runs, summary, by, since.as_deref(), json)?
+    else {
+        return Ok(());
+    };
+    if let Some(n) = limit {
+        runs.drain(..runs.len().saturating_sub(n));
+    }
     if json {
         print_json(&Value::Array(runs.iter().map(run_json).collect()));
         return Ok(());

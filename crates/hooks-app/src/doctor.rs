@@ -43,6 +43,10 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let running = daemon_running(&ctx.data_dir);
     let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
     let daemons = crate::ondemand::running(&ctx.data_dir);
+    let budget = {
+        let (svc, _) = crate::commands::service(ctx)?;
+        block_on(svc.budget())??
+    };
     let v = json!({
         "dataDir": ctx.data_dir.display().to_string(),
         "daemonRunning": running,
@@ -57,6 +61,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "runsUnfinished": unfinished,
         "nextDueAt": next.map(stamp::format),
         "totalCostUsd": cost,
+        "budget": budget.as_ref().map(|(b, bv)| crate::spend::budget_json(b, bv)),
         "recentRuns": runs.iter().map(hooks_store_json::run_json).collect::<Vec<_>>(),
     });
     if as_json {
@@ -102,6 +107,10 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         next.map(|t| format!(", next at {}", stamp::format(t)))
             .unwrap_or_default()
     );
+    match &budget {
+        Some((b, bv)) => println!("budget        {}", crate::spend::budget_line(b, bv)),
+        None => println!("budget        none (hooks-app budget set --daily-usd X)"),
+    }
     println!(
         "runs          {} ({unfinished} running or unaccounted for), cost {} in all",
         all_runs.len(),

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use crate::model::{CostCap, Usage};
+use crate::model::{CostCap, Usage, ValidationError};
 
 /// Prices of one model in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -309,4 +309,139 @@ pub fn usd(v: f64) -> String {
     } else {
         format!("${:.4}", (v * 10_000.0 - 1e-9).ceil() / 10_000.0)
     }
+}
+
+/// What to do with a follow-up that today's budget cannot pay for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WhenReached {
+    /// Wait for the next day (the default).
+    #[default]
+    Wait,
+    /// Give it up.
+    Skip,
+}
+
+impl WhenReached {
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim() {
+            "wait" => Ok(Self::Wait),
+            "skip" => Ok(Self::Skip),
+            other => Err(ValidationError::new(
+                "whenReached",
+                format!("must be wait or skip (got {other:?})"),
+            )),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Wait => "wait",
+            Self::Skip => "skip",
+        }
+    }
+}
+
+/// A spending limit for the whole store, per calendar day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    pub daily: CostCap,
+    /// The zone whose days count (an IANA name); `None`: this machine's local zone.
+    pub time_zone: Option<String>,
+    pub when_reached: WhenReached,
+}
+
+impl Budget {
+    /// A time zone name as the tz database spells them (`Europe/Berlin`, `UTC`,
+    /// `America/Argentina/Buenos_Aires`); whether it exists is for the clock to say.
+    pub fn validate_zone(zone: &str) -> Result<String, ValidationError> {
+        let ok = !zone.is_empty()
+            && zone.len() <= 64
+            && !zone.starts_with(['/', '.'])
+            && !zone.contains("..")
+            && zone
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"/_+-".contains(&b));
+        if ok {
+            Ok(zone.to_owned())
+        } else {
+            Err(ValidationError::new(
+                "timeZone",
+                format!("must be a time zone name such as Europe/Berlin or UTC (got {zone:?})"),
+            ))
+        }
+    }
+}
+
+/// One calendar day, from its first instant to the next day's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Day {
+    /// The date, as the zone's calendar has it.
+    pub date: time::Date,
+    pub start: crate::stamp::Timestamp,
+    pub end: crate::stamp::Timestamp,
+}
+
+impl Day {
+    /// The day holding `at` where clocks are `offset` seconds ahead of UTC.
+    pub fn at_offset(at: crate::stamp::Timestamp, offset: i32) -> Day {
+        let shift = time::Duration::seconds(i64::from(offset));
+        let local = at + shift;
+        let midnight = local.replace_time(time::Time::MIDNIGHT);
+        let start = midnight - shift;
+        Day {
+            date: local.date(),
+            start,
+            end: start + time::Duration::days(1),
+        }
+    }
+
+    pub fn contains(&self, t: crate::stamp::Timestamp) -> bool {
+        self.start <= t && t < self.end
+    }
+}
+
+/// What the fire decision knows of the store's daily budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BudgetView {
+    pub daily_usd: f64,
+    /// What the runs started today cost.
+    pub spent_today: f64,
+    pub today: Day,
+    /// The zone, as the user named it (or `local`).
+    pub zone: String,
+    pub when_reached: WhenReached,
+}
+
+/// How the reason of an entry waiting for the budget begins.
+pub const BUDGET_WAIT: &str = "daily budget: ";
+
+/// The check of the daily budget: `Some(why)` when the follow-up cannot be paid for today.
+/// Without an estimate a follow-up is not run under a budget.
+pub fn over_budget(b: &BudgetView, view: &CostView) -> Option<String> {
+    if b.daily_usd <= 0.0 {
+        return None;
+    }
+    let e = match view {
+        CostView::Estimated(e) => e.usd,
+        other => return other.no_estimate(),
+    };
+    (b.spent_today + e > b.daily_usd).then(|| {
+        format!(
+            "{BUDGET_WAIT}{} spent today of {}, and this follow-up would cost about {}",
+            usd(b.spent_today),
+            usd(b.daily_usd),
+            usd(e)
+        )
+    })
+}
+
+/// A fixed offset from UTC, `+05:30` or `-08:00`, in seconds.
+pub fn parse_offset(s: &str) -> Option<i32> {
+    let (sign, rest) = match s.as_bytes().first()? {
+        b'+' => (1, &s[1..]),
+        b'-' => (-1, &s[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':')?;
+    let (h, m): (i32, i32) = (h.parse().ok()?, m.parse().ok()?);
+    (h <= 14 && m < 60 && rest.len() == 5).then_some(sign * (h * 3600 + m * 60))
 }

@@ -7,7 +7,7 @@ use std::fmt;
 
 use time::Duration;
 
-use crate::cost::{self, CostView};
+use crate::cost::{self, BudgetView, CostView, WhenReached};
 use crate::live::{RunLease, Waiting};
 use crate::model::{Hook, HookRules, Origin, PendingEntry, SessionFacts, Status};
 use crate::stamp::{self, Timestamp};
@@ -185,6 +185,8 @@ pub struct FireInput<'a> {
     /// What the follow-up would cost, as far as it can be told; looked at only when the
     /// hook has a cost cap (`None` then counts as no model known).
     pub cost: Option<&'a CostView>,
+    /// The store's daily budget and today's spend, when a budget is set.
+    pub budget: Option<&'a BudgetView>,
     pub now: Timestamp,
     pub policy: Policy,
 }
@@ -200,7 +202,7 @@ pub fn interrupted() -> Status {
 }
 
 /// Recover, drop, wait, finish, retry or fire, in the spec's order (the cost cap after the
-/// context cap and the prompt). A run that may have
+/// context cap and the prompt, then the daily budget). A run that may have
 /// cost money is accounted for first; then nothing starts while someone holds the session
 /// (a follow-up running, a person with the conversation open); then the hook's own rules.
 pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
@@ -301,8 +303,33 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     if let Some(e) = i.prompt_error {
         return FireDecision::Finish(Status::error(e));
     }
-    if let Some(why) = cost::over_cap(hook.max_cost, i.cost.unwrap_or(&CostView::NoModel)) {
+    let cost = i.cost.unwrap_or(&CostView::NoModel);
+    if let Some(why) = cost::over_cap(hook.max_cost, cost) {
         return FireDecision::Finish(Status::skipped(why));
+    }
+    if let Some(b) = i.budget
+        && let Some(why) = cost::over_budget(b, cost)
+    {
+        // Waiting a day gives a follow-up without a price no price.
+        if b.when_reached == WhenReached::Skip || !matches!(cost, CostView::Estimated(_)) {
+            return FireDecision::Finish(Status::skipped(why));
+        }
+        let since = match &i.entry.waiting {
+            Some(w) if !w.open => w.since,
+            _ => now,
+        };
+        return FireDecision::Wait {
+            due_at: b.today.end,
+            waiting: Waiting {
+                reason: format!(
+                    "{why}; waits for the next day ({} {})",
+                    stamp::format(b.today.end),
+                    b.zone
+                ),
+                since,
+                open: false,
+            },
+        };
     }
     if i.facts.cwd().is_none() {
         return FireDecision::Finish(Status::error("the session's working directory is unknown"));

@@ -884,6 +884,8 @@ pub struct RunRecord {
     pub outcome: RunOutcome,
     /// What the run was estimated to cost before it started, where a price was known.
     pub estimated_cost_usd: Option<f64>,
+    /// The model it was priced as (or named, where it had no price).
+    pub model: Option<String>,
 }
 
 impl RunRecord {
@@ -913,6 +915,7 @@ pub fn fold_runs(lines: impl IntoIterator<Item = RunRecord>) -> Vec<RunRecord> {
                 old.process = r.process.or(old.process);
                 old.finished_at = r.finished_at.or(old.finished_at);
                 old.estimated_cost_usd = r.estimated_cost_usd.or(old.estimated_cost_usd);
+                old.model = r.model.or(old.model.take());
                 if r.finished_at.is_some() || r.outcome != RunOutcome::default() {
                     old.outcome = r.outcome;
                 }

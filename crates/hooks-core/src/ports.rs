@@ -132,6 +132,10 @@ pub trait HookStore: Send + Sync {
     async fn append_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     /// Run-log lines matching `filter`, oldest first.
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;
+    /// The store's daily budget, if one is set.
+    async fn budget(&self) -> Result<Option<crate::cost::Budget>, StoreError>;
+    /// Sets the daily budget, or removes it with `None`.
+    async fn set_budget(&self, budget: Option<crate::cost::Budget>) -> Result<(), StoreError>;
 }
 
 /// Errors of [`SessionMeta`].
@@ -271,4 +275,18 @@ pub trait PromptSource: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 pub trait Clock: Send + Sync {
     fn now(&self) -> Timestamp;
+
+    /// The calendar day that holds `at` in `zone` (a tz database name; `None`: this
+    /// machine's local zone). `Err` says why the zone cannot be used. This default knows
+    /// UTC and fixed offsets (`+05:30`) only.
+    #[allow(clippy::needless_lifetimes)] // mockall's mock needs the lifetime named
+    fn day<'z>(&self, zone: Option<&'z str>, at: Timestamp) -> Result<crate::cost::Day, String> {
+        let offset = match zone {
+            None | Some("UTC" | "Etc/UTC" | "Z") => 0,
+            Some(z) => {
+                crate::cost::parse_offset(z).ok_or_else(|| format!("unknown time zone {z:?}"))?
+            }
+        };
+        Ok(crate::cost::Day::at_offset(at, offset))
+    }
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use time::Duration;
 
-use crate::cost::{self, CostView, Estimate, PriceTable};
+use crate::cost::{self, Budget, BudgetView, CostView, Estimate, PriceTable};
 use crate::decide::{self, EnqueueDecision, FireDecision, FireInput, NotReady, Policy, SkipReason};
 use crate::live::*;
 use crate::model::*;
@@ -142,8 +142,17 @@ pub struct RenewReport {
 enum Decided {
     Action(FireAction),
     Recover(Box<RunLease>),
-    /// The hook, its prompt, the cwd and the estimated cost.
-    Fire(Box<(Hook, Prompt, String, Option<f64>)>),
+    Fire(Box<FirePlan>),
+}
+
+/// What a decision to fire carries to the run.
+struct FirePlan {
+    hook: Hook,
+    prompt: Prompt,
+    cwd: String,
+    /// The estimate, and the model it was made for (or named, without a price).
+    estimate: Option<f64>,
+    model: Option<String>,
 }
 
 /// The use cases of hooks-app.
@@ -328,11 +337,7 @@ impl Service {
                         other => other,
                     }
                 }
-                Decided::Fire(f) => {
-                    let (hook, prompt, cwd, estimate) = *f;
-                    self.run(entry, hook, prompt, cwd, estimate, &mut warnings)
-                        .await?
-                }
+                Decided::Fire(f) => self.run(entry, *f, &mut warnings).await?,
             };
             if action == FireAction::Fenced {
                 warnings.push(format!(
@@ -374,6 +379,12 @@ impl Service {
         };
         let run_in_progress = self.is_running(&entry.session_id);
         let now = self.now();
+        let budget = match store.budget().await? {
+            Some(b) if b.daily.usd().is_some() && cost.is_some() => {
+                Some(self.budget_view(&b, now).await?)
+            }
+            _ => None,
+        };
         let decision = decide::decide_fire(FireInput {
             hook: hook.as_ref(),
             entry,
@@ -381,6 +392,7 @@ impl Service {
             run_in_progress,
             prompt_error: prompt_error.as_deref(),
             cost: cost.as_ref(),
+            budget: budget.as_ref(),
             now,
             policy: self.config.policy,
         });
@@ -406,16 +418,18 @@ impl Service {
                 (Some(hook), Some(Ok(mut prompt)), Some(cwd)) => {
                     // Claude itself stops a run that grows past the cap.
                     prompt.options.max_budget = hook.max_cost;
-                    let estimate = match cost {
-                        Some(CostView::Estimated(e)) => Some(e.usd),
-                        _ => None,
+                    let (estimate, model) = match cost {
+                        Some(CostView::Estimated(e)) => (Some(e.usd), Some(e.model)),
+                        Some(CostView::NoPrice { model }) => (None, Some(model)),
+                        _ => (None, None),
                     };
-                    return Ok(Decided::Fire(Box::new((
+                    return Ok(Decided::Fire(Box::new(FirePlan {
                         hook,
                         prompt,
-                        cwd.to_owned(),
+                        cwd: cwd.to_owned(),
                         estimate,
-                    ))));
+                        model,
+                    })));
                 }
                 // decide_fire fires only with all three; should that ever break, record it
                 // rather than stop the daemon.
@@ -602,6 +616,7 @@ impl Service {
                 ..RunOutcome::default()
             },
             estimated_cost_usd: None,
+            model: None,
         }
     }
 
@@ -622,12 +637,16 @@ impl Service {
     async fn run(
         &self,
         entry: &PendingEntry,
-        hook: Hook,
-        prompt: crate::prompt::Prompt,
-        cwd: String,
-        estimated_cost_usd: Option<f64>,
+        plan: FirePlan,
         warnings: &mut Vec<String>,
     ) -> Result<FireAction, ServiceError> {
+        let FirePlan {
+            hook,
+            prompt,
+            cwd,
+            estimate: estimated_cost_usd,
+            model,
+        } = plan;
         let key = entry.key();
         let session = &entry.session_id;
         let started_at = self.now();
@@ -674,6 +693,7 @@ impl Service {
             finished_at: None,
             outcome: RunOutcome::default(),
             estimated_cost_usd,
+            model,
         };
         // Logged before the child starts: a run that may cost money is never invisible.
         let outcome = match self.ports.store.append_run(&record).await {
@@ -755,6 +775,84 @@ impl Service {
         let due = self.now() + self.config.policy.quiet_period;
         self.ports.store.wake(session, due, false).await?;
         Ok(FireAction::Ran(Box::new(record)))
+    }
+
+    /// The store's daily budget as it stands at `now`: the day in its zone (UTC should the
+    /// zone have become unknown since it was set) and what the runs started that day cost
+    /// (those still going at their estimate).
+    pub async fn budget_view(
+        &self,
+        b: &Budget,
+        now: Timestamp,
+    ) -> Result<BudgetView, ServiceError> {
+        let clock = &self.ports.clock;
+        let today = clock
+            .day(b.time_zone.as_deref(), now)
+            .or_else(|_| clock.day(Some("UTC"), now))
+            .map_err(|e| ServiceError::Store(StoreError::Io(e)))?;
+        let spent_today = self
+            .ports
+            .store
+            .runs(&RunFilter::default())
+            .await?
+            .iter()
+            .filter(|r| today.contains(r.started_at))
+            // A run still going counts at its estimate until it says what it cost.
+            .filter_map(|r| match r.finished_at {
+                Some(_) => r.outcome.cost_usd,
+                None => r.estimated_cost_usd,
+            })
+            // From +0.0: an empty sum of f64 is -0.0.
+            .fold(0.0, |a, c| a + c);
+        Ok(BudgetView {
+            daily_usd: b.daily.usd().unwrap_or(0.0),
+            spent_today,
+            today,
+            zone: b.time_zone.clone().unwrap_or_else(|| "local".to_owned()),
+            when_reached: b.when_reached,
+        })
+    }
+
+    /// The store's daily budget and how it stands now, if one is set.
+    pub async fn budget(&self) -> Result<Option<(Budget, BudgetView)>, ServiceError> {
+        match self.ports.store.budget().await? {
+            Some(b) => {
+                let view = self.budget_view(&b, self.now()).await?;
+                Ok(Some((b, view)))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Sets the daily budget (`None`: removes it), after checking that its zone is one
+    /// the clock knows. What waited for the old budget is woken to be decided again under
+    /// the new one; returns how many entries that was.
+    pub async fn set_budget(&self, budget: Option<Budget>) -> Result<usize, ServiceError> {
+        if let Some(b) = &budget
+            && let Err(e) = self.ports.clock.day(b.time_zone.as_deref(), self.now())
+        {
+            return Err(ServiceError::Invalid(ValidationError::new("timeZone", e)));
+        }
+        self.ports.store.set_budget(budget).await?;
+        let store = &self.ports.store;
+        let mut sessions: Vec<SessionId> = store
+            .snapshot()
+            .await?
+            .pending
+            .into_iter()
+            .filter(|p| {
+                p.waiting
+                    .as_ref()
+                    .is_some_and(|w| w.reason.starts_with(cost::BUDGET_WAIT))
+            })
+            .map(|p| p.session_id)
+            .collect();
+        sessions.dedup();
+        let mut woken = 0;
+        for s in &sessions {
+            woken += store.wake(s, self.now(), false).await?;
+        }
+        Ok(woken)
     }
 
     /// What a follow-up of `hook` on a conversation with `facts` would cost now, with the

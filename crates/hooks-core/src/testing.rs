@@ -51,6 +51,7 @@ struct StoreState {
     hooks: BTreeMap<HookId, Hook>,
     pending: Vec<PendingEntry>,
     runs: Vec<RunRecord>,
+    budget: Option<crate::cost::Budget>,
 }
 
 /// A hook store in memory, with the same rules as the file store.
@@ -222,6 +223,15 @@ impl HookStore for InMemoryStore {
             .collect();
         let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
         Ok(all.into_iter().skip(skip).collect())
+    }
+
+    async fn budget(&self) -> Result<Option<crate::cost::Budget>, StoreError> {
+        Ok(lock(&self.0).budget.clone())
+    }
+
+    async fn set_budget(&self, budget: Option<crate::cost::Budget>) -> Result<(), StoreError> {
+        lock(&self.0).budget = budget;
+        Ok(())
     }
 }
 

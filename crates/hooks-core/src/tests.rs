@@ -753,6 +753,7 @@ fn fire_decision_table() {
             run_in_progress,
             prompt_error,
             cost: None,
+            budget: None,
             now,
             policy,
         });
@@ -776,6 +777,7 @@ fn retries_run_out_after_ten() {
             run_in_progress: false,
             prompt_error: None,
             cost: None,
+            budget: None,
             now,
             policy,
         }) {
@@ -1092,6 +1094,7 @@ async fn a_fenced_complete_still_records_the_run() {
     let entry = pending(0);
     let e2 = entry.clone();
     store.expect_get_hook().returning(|_| Ok(Some(hook())));
+    store.expect_budget().returning(|| Ok(None));
     store.expect_append_run().times(2).returning(|_| Ok(()));
     store.expect_wake().returning(|_, _, _| Ok(0));
     store
@@ -1252,6 +1255,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
             run_in_progress: false,
             prompt_error: None,
             cost: None,
+            budget: None,
             now,
             policy,
         })
@@ -1324,6 +1328,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
             run_in_progress: false,
             prompt_error: None,
             cost: None,
+            budget: None,
             now: t0(),
             policy,
         })
@@ -1361,6 +1366,7 @@ fn run_lines_fold_by_run_id_in_order_of_first_appearance() {
         finished_at: None,
         outcome: RunOutcome::default(),
         estimated_cost_usd: Some(0.5),
+        model: None,
     };
     let legacy = RunRecord {
         run_id: None,
@@ -1518,6 +1524,7 @@ async fn a_dead_runners_lease_is_recorded_as_interrupted_and_blocks_nothing_afte
             finished_at: None,
             outcome: RunOutcome::default(),
             estimated_cost_usd: None,
+            model: None,
         })
         .await
         .unwrap();
@@ -1841,11 +1848,286 @@ mod costs {
                 run_in_progress: false,
                 prompt_error: None,
                 cost: cost.as_ref(),
+                budget: None,
                 now,
                 policy: Policy::default(),
             });
             assert_eq!(got, want, "{name}");
         }
+    }
+
+    #[test]
+    fn days_at_a_fixed_offset() {
+        let at = crate::stamp::parse("2026-12-03T20:00:00+0000").unwrap();
+        let d = Day::at_offset(at, 19_800);
+        assert_eq!(
+            d.date.to_string(),
+            "2026-12-04",
+            "01:30 the next day in India"
+        );
+        assert_eq!(crate::stamp::format(d.start), "2026-12-03T18:30:00+0000");
+        assert_eq!(crate::stamp::format(d.end), "2026-12-04T18:30:00+0000");
+        assert!(d.contains(at) && d.contains(d.start) && !d.contains(d.end));
+        let rows: &[(&str, Option<i32>)] = &[
+            ("+05:30", Some(19_800)),
+            ("-08:00", Some(-28_800)),
+            ("+00:00", Some(0)),
+            ("05:30", None),
+            ("+5:30", None),
+            ("+15:00", None),
+            ("+05:60", None),
+            ("Europe/Berlin", None),
+        ];
+        for (s, want) in rows {
+            assert_eq!(parse_offset(s), *want, "{s}");
+        }
+    }
+
+    fn view(spent: f64, daily: f64, when: WhenReached) -> BudgetView {
+        BudgetView {
+            daily_usd: daily,
+            spent_today: spent,
+            today: Day::at_offset(t0(), 19_800),
+            zone: "+05:30".into(),
+            when_reached: when,
+        }
+    }
+
+    #[test]
+    fn the_daily_budget_decides_after_the_cost_cap() {
+        let base = Hook {
+            max_context: ContextCap::NONE,
+            ..hook()
+        };
+        let capped = Hook {
+            max_cost: CostCap::parse("0.10").unwrap(),
+            ..base.clone()
+        };
+        let facts = SessionFacts {
+            transcript: Some(transcript(60, Some(1000), false)),
+            ..SessionFacts::default()
+        };
+        let end = Day::at_offset(t0(), 19_800).end;
+        let waits = |since| FireDecision::Wait {
+            due_at: end,
+            waiting: Waiting {
+                reason: format!(
+                    "daily budget: $1.80 spent today of $2.00, and this follow-up would cost about $0.49; waits for the next day ({} +05:30)",
+                    crate::stamp::format(end)
+                ),
+                since,
+                open: false,
+            },
+        };
+        let mut waited = pending(0);
+        waited.waiting = Some(Waiting {
+            reason: "daily budget: …".into(),
+            since: t0() - Duration::hours(2),
+            open: false,
+        });
+        let no_price = CostView::NoPrice {
+            model: "gpt-5".into(),
+        };
+        let rows: Vec<(
+            &str,
+            &Hook,
+            PendingEntry,
+            CostView,
+            BudgetView,
+            FireDecision,
+        )> = vec![
+            (
+                "under",
+                &base,
+                pending(0),
+                est(0.49),
+                view(1.0, 2.0, WhenReached::Wait),
+                FireDecision::Fire,
+            ),
+            (
+                "equal",
+                &base,
+                pending(0),
+                est(0.49),
+                view(1.51, 2.0, WhenReached::Wait),
+                FireDecision::Fire,
+            ),
+            (
+                "over: waits for the next day",
+                &base,
+                pending(0),
+                est(0.49),
+                view(1.8, 2.0, WhenReached::Wait),
+                waits(t0()),
+            ),
+            (
+                "over again: waiting since the first time",
+                &base,
+                waited,
+                est(0.49),
+                view(1.8, 2.0, WhenReached::Wait),
+                waits(t0() - Duration::hours(2)),
+            ),
+            (
+                "over, set to skip",
+                &base,
+                pending(0),
+                est(0.49),
+                view(1.8, 2.0, WhenReached::Skip),
+                FireDecision::Finish(Status::skipped(
+                    "daily budget: $1.80 spent today of $2.00, and this follow-up would cost about $0.49",
+                )),
+            ),
+            (
+                "spent already, whatever it costs",
+                &base,
+                pending(0),
+                est(0.0),
+                view(2.5, 2.0, WhenReached::Skip),
+                FireDecision::Finish(Status::skipped(
+                    "daily budget: $2.50 spent today of $2.00, and this follow-up would cost about $0.00",
+                )),
+            ),
+            (
+                "no price under a budget: skipped, waiting would not help",
+                &base,
+                pending(0),
+                no_price.clone(),
+                view(0.0, 2.0, WhenReached::Wait),
+                FireDecision::Finish(Status::skipped(
+                    "no price for model gpt-5 (add it to prices.json)",
+                )),
+            ),
+            (
+                "the hook's cap speaks first",
+                &capped,
+                pending(0),
+                est(0.49),
+                view(1.8, 2.0, WhenReached::Wait),
+                FireDecision::Finish(Status::skipped("estimated $0.49 over the $0.10 cap")),
+            ),
+        ];
+        for (name, h, entry, cost, budget, want) in rows {
+            let got = decide_fire(FireInput {
+                hook: Some(h),
+                entry: &entry,
+                facts: &facts,
+                run_in_progress: false,
+                prompt_error: None,
+                cost: Some(&cost),
+                budget: Some(&budget),
+                now: t0(),
+                policy: Policy::default(),
+            });
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    fn run_at(at: &str, cost: f64) -> RunRecord {
+        RunRecord {
+            run_id: None,
+            hook_id: post_task_id(),
+            session_id: sid("old"),
+            owner: None,
+            process: None,
+            started_at: crate::stamp::parse(at).unwrap(),
+            finished_at: crate::stamp::parse(at),
+            outcome: RunOutcome {
+                status: Some(Status::Ok),
+                cost_usd: Some(cost),
+                ..RunOutcome::default()
+            },
+            estimated_cost_usd: None,
+            model: None,
+        }
+    }
+
+    /// t0 is 2026-11-30T00:53:20Z: 06:23 in India (+05:30), where that day began at
+    /// 2026-11-29T18:30Z.
+    #[tokio::test]
+    async fn the_budget_counts_today_in_its_zone_waits_and_resets_at_midnight() {
+        let w = world();
+        for (at, cost) in [
+            ("2026-11-29T18:29:59+0000", 5.0),
+            ("2026-11-29T18:30:00+0000", 0.25),
+            ("2026-11-30T00:00:00+0000", 0.5),
+        ] {
+            w.store.append_run(&run_at(at, cost)).await.unwrap();
+        }
+        let budget = |daily: &str, zone: &str| Budget {
+            daily: CostCap::parse(daily).unwrap(),
+            time_zone: Some(zone.into()),
+            when_reached: WhenReached::Wait,
+        };
+        let e = w
+            .service
+            .set_budget(Some(budget("1", "Mars/Olympus")))
+            .await;
+        assert!(
+            matches!(e, Err(ServiceError::Invalid(ref v)) if v.field == "timeZone"),
+            "{e:?}"
+        );
+        assert_eq!(w.store.budget().await.unwrap(), None, "nothing set");
+        w.service
+            .set_budget(Some(budget("1", "+05:30")))
+            .await
+            .unwrap();
+        let (_, v) = w.service.budget().await.unwrap().unwrap();
+        assert_eq!(v.spent_today, 0.75, "yesterday's run does not count");
+        assert_eq!(v.today.date.to_string(), "2026-11-30");
+
+        // A follow-up of about $0.02 (1k of context on Sonnet, a short prompt, 1k output)
+        // does not fit in the $0.25 left: it waits for the next day, then runs.
+        let mut facts = transcript(60, Some(1000), false);
+        facts.model = Some("claude-sonnet-4-5-20250929".into());
+        w.meta.set_transcript(&sid("s1"), facts);
+        w.service.notify(&done_event("s1")).await.unwrap();
+        w.service
+            .set_budget(Some(budget("0.76", "+05:30")))
+            .await
+            .unwrap();
+        w.clock.advance(Duration::seconds(10));
+        let e = w.service.claim(1).await.unwrap().remove(0);
+        let report = w.service.fire(&e).await.unwrap();
+        let midnight = crate::stamp::parse("2026-11-30T18:30:00+0000").unwrap();
+        match &report.action {
+            FireAction::Waiting { due_at, waiting } => {
+                assert_eq!(*due_at, midnight);
+                assert!(
+                    waiting
+                        .reason
+                        .starts_with("daily budget: $0.75 spent today of $0.76"),
+                    "{}",
+                    waiting.reason
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(w.runner.calls().is_empty(), "nothing ran");
+        w.clock.set(midnight);
+        let e = w.service.claim(1).await.unwrap().remove(0);
+        let report = w.service.fire(&e).await.unwrap();
+        assert!(
+            matches!(report.action, FireAction::Ran(_)),
+            "{:?}",
+            report.action
+        );
+        let ran = w
+            .store
+            .runs(&RunFilter {
+                session_id: Some(sid("s1")),
+                ..RunFilter::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(ran[0].model.as_deref(), Some("claude-sonnet-4-5"));
+        assert!(
+            ran[0]
+                .estimated_cost_usd
+                .is_some_and(|e| e > 0.01 && e < 0.03),
+            "{:?}",
+            ran[0]
+        );
     }
 
     #[test]

@@ -520,6 +520,9 @@ pub struct RunDto {
     /// What the run was estimated to cost before it started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_cost_usd: Option<f64>,
+    /// The model the run was priced as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     pub usage: Option<UsageDto>,
     pub duration_ms: Option<u64>,
 }
@@ -552,6 +555,7 @@ impl RunDto {
             num_turns: o.num_turns,
             cost_usd: o.cost_usd,
             estimated_cost_usd: r.estimated_cost_usd,
+            model: r.model.clone(),
             usage: o.usage.map(|u| UsageDto {
                 input_tokens: u.input_tokens,
                 cache_creation_input_tokens: u.cache_creation_input_tokens,
@@ -595,6 +599,50 @@ impl RunDto {
                 result_text: None,
             },
             estimated_cost_usd: self.estimated_cost_usd,
+            model: self.model.clone(),
         })
+    }
+}
+
+/// The top-level key of the daily budget, this project's (the original keeps it as an
+/// unknown field).
+pub const BUDGET_KEY: &str = "budget";
+
+/// The daily budget as stored.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetDto {
+    pub daily_usd: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_zone: Option<String>,
+    #[serde(default)]
+    pub when_reached: Option<String>,
+}
+
+impl BudgetDto {
+    pub fn read(raw: &RawValue) -> Result<hooks_core::cost::Budget, ValidationError> {
+        let d: BudgetDto = serde_json::from_str(raw.get()).map_err(|e| {
+            ValidationError::new("budget", format!("must be an object with dailyUsd ({e})"))
+        })?;
+        Ok(hooks_core::cost::Budget {
+            daily: CostCap::from_usd(d.daily_usd)?,
+            time_zone: d
+                .time_zone
+                .as_deref()
+                .map(hooks_core::cost::Budget::validate_zone)
+                .transpose()?,
+            when_reached: match d.when_reached.as_deref() {
+                None => hooks_core::cost::WhenReached::default(),
+                Some(w) => hooks_core::cost::WhenReached::parse(w)?,
+            },
+        })
+    }
+
+    pub fn from_budget(b: &hooks_core::cost::Budget) -> Self {
+        Self {
+            daily_usd: b.daily.usd().unwrap_or(0.0),
+            time_zone: b.time_zone.clone(),
+            when_reached: Some(b.when_reached.as_str().to_owned()),
+        }
     }
 }

@@ -693,6 +693,39 @@ impl HookStore for JsonStore {
         let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
         Ok(all.into_iter().skip(skip).collect())
     }
+
+    async fn budget(&self) -> Result<Option<hooks_core::cost::Budget>, StoreError> {
+        let file = self.read_file()?;
+        match file.extra.iter().find(|(k, _)| k == dto::BUDGET_KEY) {
+            None => Ok(None),
+            Some((_, raw)) => dto::BudgetDto::read(raw)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("{STORE_FILE}: budget: {e}"))),
+        }
+    }
+
+    async fn set_budget(&self, budget: Option<hooks_core::cost::Budget>) -> Result<(), StoreError> {
+        let raw = match &budget {
+            Some(b) => Some(
+                serde_json::value::to_raw_value(&dto::BudgetDto::from_budget(b))
+                    .map_err(|e| StoreError::Io(format!("could not serialise the budget: {e}")))?,
+            ),
+            None => None,
+        };
+        self.change(|state| {
+            let extra = &mut state.file.extra;
+            let at = extra.iter().position(|(k, _)| k == dto::BUDGET_KEY);
+            match (at, raw) {
+                (Some(i), Some(r)) => extra[i].1 = r,
+                (None, Some(r)) => extra.push((dto::BUDGET_KEY.to_owned(), r)),
+                (Some(i), None) => {
+                    extra.remove(i);
+                }
+                (None, None) => return Ok(((), false)),
+            }
+            Ok(((), true))
+        })
+    }
 }
 
 /// The run log's lines as stored, for `runs --json`: one JSON object per run, newest last.

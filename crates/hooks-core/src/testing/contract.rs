@@ -55,6 +55,7 @@ pub async fn run_all(make: &dyn Fn() -> Arc<dyn HookStore>) {
     run_log(make().as_ref()).await;
     waits_and_wakes(make().as_ref()).await;
     run_log_folds_a_run(make().as_ref()).await;
+    budget(make().as_ref()).await;
 }
 
 pub async fn crud(store: &dyn HookStore) {
@@ -571,6 +572,7 @@ pub async fn run_log(store: &dyn HookStore) {
                 result_text: None,
             },
             estimated_cost_usd: (i == 0).then_some(0.375),
+            model: (i == 0).then(|| "claude-x".to_owned()),
         };
         store.append_run(&rec).await.expect("append");
     }
@@ -706,6 +708,7 @@ pub async fn run_log_folds_a_run(store: &dyn HookStore) {
         finished_at: None,
         outcome: RunOutcome::default(),
         estimated_cost_usd: Some(0.125),
+        model: None,
     };
     let other = RunRecord {
         run_id: Some("me#2".into()),
@@ -737,4 +740,32 @@ pub async fn run_log_folds_a_run(store: &dyn HookStore) {
     assert_eq!(all[1].finished_at, None);
     assert_eq!(all[1].status_text(), "running");
     assert_eq!(all[1].owner.as_deref(), Some("me"));
+}
+
+/// The daily budget is kept, changed and removed, and the queue is left as it was.
+pub async fn budget(store: &dyn HookStore) {
+    use crate::cost::{Budget, WhenReached};
+    assert_eq!(store.budget().await.expect("budget"), None);
+    let b = Budget {
+        daily: CostCap::parse("5").expect("cap"),
+        time_zone: Some("Europe/Berlin".into()),
+        when_reached: WhenReached::Skip,
+    };
+    store.set_budget(Some(b.clone())).await.expect("set");
+    assert_eq!(store.budget().await.expect("budget"), Some(b));
+    let local = Budget {
+        daily: CostCap::parse("0.25").expect("cap"),
+        time_zone: None,
+        when_reached: WhenReached::Wait,
+    };
+    store.set_budget(Some(local.clone())).await.expect("set");
+    assert_eq!(store.budget().await.expect("budget"), Some(local));
+    let hooks = store.snapshot().await.expect("snapshot").hooks.len();
+    store.set_budget(None).await.expect("clear");
+    assert_eq!(store.budget().await.expect("budget"), None);
+    store
+        .set_budget(None)
+        .await
+        .expect("clearing twice is fine");
+    assert_eq!(store.snapshot().await.expect("snapshot").hooks.len(), hooks);
 }

@@ -305,6 +305,7 @@ async fn run_log_is_append_only_json_lines() {
             ..Default::default()
         },
         estimated_cost_usd: None,
+        model: None,
     };
     store.append_run(&rec).await.unwrap();
     let mut f = fs::OpenOptions::new()
