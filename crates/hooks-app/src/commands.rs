@@ -151,7 +151,9 @@ fn init(ctx: &Context) -> AppResult {
             )));
         }
     }
-    println!("next: `hooks-app install` to add the Claude Code hook, then `hooks-app serve`");
+    println!(
+        "next: `hooks-app install` to add the Claude Code hook (a daemon then starts when something is queued), and `hooks-app doctor`"
+    );
     Ok(())
 }
 
