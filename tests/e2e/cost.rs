@@ -36,17 +36,8 @@ fn capped_app(cap: &str) -> App {
     app.claude = logging_claude(&app);
     app.ok(&["init"]);
     app.ok(&["install", "--daemon", "none"]);
-    app.ok(&[
-        "hooks",
-        "update",
-        "post-task",
-        "--delay",
-        "0",
-        "--max-context-k",
-        "0",
-        "--max-cost-usd",
-        cap,
-    ]);
+    app.post_task_at_once();
+    app.ok(&["hooks", "update", "post-task", "--max-cost-usd", cap]);
     app
 }
 

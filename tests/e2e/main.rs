@@ -12,3 +12,4 @@ mod ondemand;
 mod reliability;
 mod support;
 mod tour;
+mod webhook;

@@ -168,6 +168,20 @@ impl App {
         self.json(&["hooks", "show", id])
     }
 
+    /// Makes `post-task` due as soon as a conversation is done, whatever its context.
+    #[track_caller]
+    pub fn post_task_at_once(&self) {
+        self.ok(&[
+            "hooks",
+            "update",
+            "post-task",
+            "--delay",
+            "0",
+            "--max-context-k",
+            "0",
+        ]);
+    }
+
     /// The hook's `lastStatus`.
     #[track_caller]
     pub fn last_status(&self, id: &str) -> String {

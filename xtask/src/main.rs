@@ -217,7 +217,12 @@ fn layering() -> Result<(), String> {
             "hooks-core's normal dependencies must do no IO, but include {found:?}"
         ));
     }
-    let adapters = ["hooks-store-json", "hooks-meta", "hooks-runner-claude"];
+    let adapters = [
+        "hooks-store-json",
+        "hooks-meta",
+        "hooks-runner-claude",
+        "hooks-runner-webhook",
+    ];
     for a in adapters {
         let deps = tree(a)?;
         for other in adapters.iter().chain(["hooks-app", "hooks-testkit"].iter()) {
@@ -233,6 +238,7 @@ fn layering() -> Result<(), String> {
         "hooks-store-json",
         "hooks-meta",
         "hooks-runner-claude",
+        "hooks-runner-webhook",
         "hooks-app",
     ] {
         if tree(pkg)?

@@ -97,7 +97,9 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     }
     let session = SessionId::parse(&input.session_id)?;
     let (service, _) = ctx.service(
-        ctx.runner(std::time::Duration::from_secs(1)),
+        // It queues and wakes, never runs: the claude runner stands in, whatever runs the
+        // follow-ups, so a webhook's settings can never fail the hook.
+        std::sync::Arc::new(ctx.claude_runner(std::time::Duration::from_secs(1))),
         Config::new(context::owner_id()),
     )?;
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -45,6 +45,32 @@ pub struct Global {
         default_value = "DONE"
     )]
     pub done_marker: String,
+    /// What resumes a conversation: the claude CLI here, or an agent backend over HTTP
+    #[arg(
+        long,
+        global = true,
+        env = "HOOKS_RUNNER",
+        value_enum,
+        default_value = "claude"
+    )]
+    pub runner: RunnerKind,
+    /// With --runner webhook: where runs are POSTed (http:// or https://)
+    #[arg(long, global = true, env = "HOOKS_RUNNER_URL", value_name = "URL")]
+    pub runner_url: Option<String>,
+    /// With --runner webhook: a file holding the bearer token (or set HOOKS_RUNNER_TOKEN)
+    #[arg(
+        long,
+        global = true,
+        env = "HOOKS_RUNNER_TOKEN_FILE",
+        value_name = "PATH"
+    )]
+    pub runner_token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunnerKind {
+    Claude,
+    Webhook,
 }
 
 #[derive(Debug, Subcommand)]

@@ -41,7 +41,14 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         }
         _ => {}
     }
-    let ctx = Context::resolve(&cli.global)?;
+    let ctx = match Context::resolve(&cli.global) {
+        Ok(c) => c,
+        // Exit 2 from a Claude Code hook would block Claude.
+        Err(e) if matches!(cli.command, Command::ClaudeHook { .. }) => {
+            return Err(AppError::runtime(e.message));
+        }
+        Err(e) => return Err(e),
+    };
     match cli.command {
         Command::Completions { .. } | Command::Man => {}
         Command::ClaudeHook { on } => return Ok(claude_hook::run(&ctx, on)),
@@ -83,7 +90,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
 pub fn service(ctx: &Context) -> AppResult<(Service, hooks_store_json::JsonStore)> {
     let mut config = Config::new(context::owner_id());
     config.prices = crate::prices::load(&ctx.data_dir)?;
-    ctx.service(ctx.runner(Duration::from_secs(1)), config)
+    ctx.service(ctx.runner(Duration::from_secs(1))?, config)
 }
 
 pub fn print_json(v: &Value) {

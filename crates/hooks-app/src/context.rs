@@ -5,11 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hooks_core::ports::Clock;
+use hooks_core::ports::{Clock, Runner};
 use hooks_core::service::{Config, Ports, Service};
 use hooks_core::stamp::Timestamp;
 use hooks_meta::MetaStore;
 use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
+use hooks_runner_webhook::{WebhookConfig, WebhookRunner};
 use hooks_store_json::JsonStore;
 
 use crate::cli::Global;
@@ -28,6 +29,20 @@ pub struct Context {
     pub claude_bin: PathBuf,
     /// The last line that marks a conversation as done.
     pub done_marker: String,
+    /// What resumes conversations.
+    pub runner: RunnerChoice,
+}
+
+/// The runner adapter chosen, with what it needs.
+#[derive(Debug, Clone)]
+pub enum RunnerChoice {
+    Claude,
+    Webhook {
+        url: String,
+        /// The file holding the token; without one, HOOKS_RUNNER_TOKEN (read when the
+        /// runner is made, so a command that runs nothing never needs it).
+        token_file: Option<PathBuf>,
+    },
 }
 
 fn home() -> AppResult<PathBuf> {
@@ -65,6 +80,18 @@ impl Context {
             .clone()
             .unwrap_or_else(|| PathBuf::from("claude"));
         let done_marker = hooks_core::validate_marker(&g.done_marker)?;
+        let runner = match g.runner {
+            crate::cli::RunnerKind::Claude => RunnerChoice::Claude,
+            crate::cli::RunnerKind::Webhook => {
+                let url = g.runner_url.clone().ok_or_else(|| {
+                    AppError::invalid(
+                        "runnerUrl: --runner webhook needs --runner-url URL (or HOOKS_RUNNER_URL)",
+                    )
+                })?;
+                let token_file = g.runner_token_file.as_deref().map(absolute).transpose()?;
+                RunnerChoice::Webhook { url, token_file }
+            }
+        };
         Ok(Self {
             data_dir,
             data_dir_explicit,
@@ -72,6 +99,7 @@ impl Context {
             claude_home,
             claude_bin,
             done_marker,
+            runner,
         })
     }
 
@@ -83,7 +111,8 @@ impl Context {
         MetaStore::new(&self.data_dir, &self.claude_home).with_host(host_name())
     }
 
-    pub fn runner(&self, timeout: Duration) -> ClaudeRunner {
+    /// The claude CLI runner (also what `doctor` asks for claude's version).
+    pub fn claude_runner(&self, timeout: Duration) -> ClaudeRunner {
         ClaudeRunner::new(RunnerConfig {
             program: self.claude_bin.clone(),
             timeout,
@@ -91,17 +120,58 @@ impl Context {
         })
     }
 
+    /// The runner chosen, with `timeout` for one run.
+    pub fn runner(&self, timeout: Duration) -> AppResult<Arc<dyn Runner>> {
+        Ok(match &self.runner {
+            RunnerChoice::Claude => Arc::new(self.claude_runner(timeout)),
+            RunnerChoice::Webhook { url, token_file } => {
+                Arc::new(WebhookRunner::new(WebhookConfig {
+                    url: url.clone(),
+                    token: webhook_token(token_file.as_deref())?,
+                    timeout,
+                })?)
+            }
+        })
+    }
+
     /// The core service over the real adapters.
-    pub fn service(&self, runner: ClaudeRunner, config: Config) -> AppResult<(Service, JsonStore)> {
+    pub fn service(
+        &self,
+        runner: Arc<dyn Runner>,
+        config: Config,
+    ) -> AppResult<(Service, JsonStore)> {
         let store = self.open_store()?;
         let ports = Ports {
             store: Arc::new(store.clone()),
             meta: Arc::new(self.meta()),
-            runner: Arc::new(runner),
+            runner,
             prompts: Arc::new(FilePrompts::new(&self.workspace)),
             clock: Arc::new(SystemClock),
         };
         Ok((Service::new(ports, config), store))
+    }
+
+    /// The runner options that pass this choice on to another hooks-app: the token only
+    /// by its file (or by HOOKS_RUNNER_TOKEN, in the environment a child inherits).
+    pub fn runner_args(&self) -> Vec<String> {
+        match &self.runner {
+            RunnerChoice::Claude => Vec::new(),
+            RunnerChoice::Webhook {
+                url, token_file, ..
+            } => {
+                let mut a = vec![
+                    "--runner".to_owned(),
+                    "webhook".to_owned(),
+                    "--runner-url".to_owned(),
+                    url.clone(),
+                ];
+                if let Some(f) = token_file {
+                    a.push("--runner-token-file".to_owned());
+                    a.push(f.to_string_lossy().into_owned());
+                }
+                a
+            }
+        }
     }
 
     /// The shell-quoted absolute path of this binary, as hook commands name it.
@@ -117,6 +187,10 @@ impl Context {
             cmd.push_str(" --done-marker ");
             cmd.push_str(&shell_quote(&self.done_marker));
         }
+        for a in self.runner_args() {
+            cmd.push(' ');
+            cmd.push_str(&shell_quote(&a));
+        }
         Ok(cmd)
     }
 }
@@ -131,6 +205,35 @@ pub fn shell_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// The webhook's bearer token: the file's one line, else HOOKS_RUNNER_TOKEN, else none.
+pub fn webhook_token(file: Option<&Path>) -> AppResult<Option<String>> {
+    let token = match file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| {
+                    AppError::invalid(format!(
+                        "runnerTokenFile: could not read {}: {e}",
+                        f.display()
+                    ))
+                })?
+                .trim()
+                .to_owned(),
+        ),
+        None => std::env::var("HOOKS_RUNNER_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
+    };
+    if token
+        .as_deref()
+        .is_some_and(|t| t.is_empty() || t.contains(['\r', '\n']))
+    {
+        return Err(AppError::invalid(
+            "runnerTokenFile: the token must be one non-empty line",
+        ));
+    }
+    Ok(token)
 }
 
 /// The system clock, in UTC; days in the tz database's zones (`/usr/share/zoneinfo`).
@@ -308,6 +411,47 @@ mod clock_tests {
         assert!(
             SystemClock.day(None, SystemClock.now()).is_ok(),
             "this machine's own zone"
+        );
+    }
+}
+
+#[cfg(test)]
+mod runner_tests {
+    use super::*;
+
+    #[test]
+    fn the_webhook_choice_travels_to_hook_commands_and_daemons() {
+        let mut ctx = Context {
+            data_dir: "/d".into(),
+            data_dir_explicit: false,
+            workspace: "/w".into(),
+            claude_home: "/c".into(),
+            claude_bin: "claude".into(),
+            done_marker: "DONE".into(),
+            runner: RunnerChoice::Claude,
+        };
+        assert!(ctx.runner_args().is_empty());
+        ctx.runner = RunnerChoice::Webhook {
+            url: "https://backend.example/runs?team=a b".into(),
+            token_file: Some("/etc/hooks app/token".into()),
+        };
+        assert_eq!(
+            ctx.runner_args(),
+            [
+                "--runner",
+                "webhook",
+                "--runner-url",
+                "https://backend.example/runs?team=a b",
+                "--runner-token-file",
+                "/etc/hooks app/token"
+            ]
+        );
+        let cmd = ctx.self_command().unwrap();
+        assert!(
+            cmd.ends_with(
+                " --runner webhook --runner-url 'https://backend.example/runs?team=a b' --runner-token-file '/etc/hooks app/token'"
+            ),
+            "{cmd}"
         );
     }
 }

@@ -54,7 +54,7 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
         process: hooks_meta::live::this_process(),
         prices: crate::prices::load(&ctx.data_dir)?,
     };
-    let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout)), config)?;
+    let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout))?, config)?;
     match store.clean_up() {
         Ok(0) => {}
         Ok(n) => info!(removed = n, "removed temp files left by writers that died"),

@@ -158,16 +158,45 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     let mut checks = Vec::new();
     let data = ctx.data_dir.display().to_string();
 
-    let claude = block_on(ctx.runner(std::time::Duration::from_secs(1)).version())?;
-    checks.push(match claude {
-        Ok(v) => Check { name: "claude", ok: true, detail: format!("{} ({v})", ctx.claude_bin.display()), fix: None },
-        Err(e) => Check {
-            name: "claude",
-            ok: false,
-            detail: format!("{} does not run: {e}", ctx.claude_bin.display()),
-            fix: Some("npm install -g @anthropic-ai/claude-code, or pass --claude-bin PATH (HOOKS_CLAUDE_BIN)".into()),
-        },
-    });
+    if let crate::context::RunnerChoice::Webhook { url, token_file } = &ctx.runner {
+        let valid = ctx.runner(std::time::Duration::from_secs(1));
+        let from = match (token_file, std::env::var_os("HOOKS_RUNNER_TOKEN")) {
+            (Some(f), _) => format!("token from {}", f.display()),
+            (None, Some(_)) => "token from HOOKS_RUNNER_TOKEN".to_owned(),
+            (None, None) => "no token".to_owned(),
+        };
+        checks.push(match valid {
+            Ok(_) => Check {
+                name: "runner",
+                ok: true,
+                detail: format!("webhook {url} ({from})"),
+                fix: None,
+            },
+            Err(e) => Check {
+                name: "runner",
+                ok: false,
+                detail: e.message,
+                fix: Some(
+                    "pass --runner-url http(s)://… (HOOKS_RUNNER_URL) and a readable --runner-token-file"
+                        .into(),
+                ),
+            },
+        });
+    } else {
+        let claude = block_on(
+            ctx.claude_runner(std::time::Duration::from_secs(1))
+                .version(),
+        )?;
+        checks.push(match claude {
+            Ok(v) => Check { name: "claude", ok: true, detail: format!("{} ({v})", ctx.claude_bin.display()), fix: None },
+            Err(e) => Check {
+                name: "claude",
+                ok: false,
+                detail: format!("{} does not run: {e}", ctx.claude_bin.display()),
+                fix: Some("npm install -g @anthropic-ai/claude-code, or pass --claude-bin PATH (HOOKS_CLAUDE_BIN)".into()),
+            },
+        });
+    }
 
     let installed = install::installed_in(ctx);
     checks.push(if installed.is_empty() {

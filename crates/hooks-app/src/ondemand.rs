@@ -106,6 +106,7 @@ pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
         .arg(&ctx.workspace)
         .arg("--done-marker")
         .arg(&ctx.done_marker)
+        .args(ctx.runner_args())
         .args(["serve", "--on-demand", "--idle-exit"])
         .arg(cfg.idle_exit.to_string())
         .current_dir(&ctx.data_dir)
@@ -269,7 +270,7 @@ pub fn disable_command(unit: &Path) -> String {
 pub fn unit_text(ctx: &Context) -> AppResult<String> {
     let exe = std::env::current_exe()
         .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
-    let args = [
+    let mut args = vec![
         exe.to_string_lossy().into_owned(),
         "--data-dir".into(),
         ctx.data_dir.to_string_lossy().into_owned(),
@@ -277,8 +278,9 @@ pub fn unit_text(ctx: &Context) -> AppResult<String> {
         ctx.claude_home.to_string_lossy().into_owned(),
         "--workspace".into(),
         ctx.workspace.to_string_lossy().into_owned(),
-        "serve".into(),
     ];
+    args.extend(ctx.runner_args());
+    args.push("serve".into());
     Ok(if cfg!(target_os = "macos") {
         let items: String = args
             .iter()

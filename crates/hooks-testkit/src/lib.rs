@@ -8,6 +8,7 @@
 //! - [`ClaudeEnv`]: a scratch `HOME`/`CLAUDE_CONFIG_DIR` with a dummy key, pointed at a mock.
 //! - [`leftover_processes`]: the processes still running with a test's marker.
 
+pub mod http;
 mod mock;
 mod tui;
 
