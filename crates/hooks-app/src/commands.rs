@@ -10,7 +10,6 @@ use hooks_core::ports::{HookStore, SessionMeta};
 use hooks_core::service::{Config, NotifyEvent, NotifyOutcome, Service};
 use hooks_core::stamp;
 use hooks_core::*;
-use hooks_store_json::{hook_json, pending_json, run_json};
 use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command, HooksCmd};
@@ -199,7 +198,9 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
         HooksCmd::List(j) => {
             let hooks = block_on(svc.list_hooks())??;
             if j.json {
-                print_json(&Value::Array(hooks.iter().map(hook_json).collect()));
+                print_json(&Value::Array(
+                    hooks.iter().map(crate::shapes::hook).collect(),
+                ));
             } else {
                 print_table(
                     &[
@@ -218,7 +219,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
         HooksCmd::Show { id, json } => {
             let h = block_on(svc.get_hook(&hook_id(&id)?))??;
             if json.json {
-                print_json(&hook_json(&h));
+                print_json(&crate::shapes::hook(&h));
             } else {
                 let rows = [
                     ("id", h.id.to_string()),
@@ -379,7 +380,7 @@ fn pending(ctx: &Context, json: bool) -> AppResult {
     let snap = block_on(store.snapshot())??;
     if json {
         print_json(&Value::Array(
-            snap.pending.iter().map(pending_json).collect(),
+            snap.pending.iter().map(crate::shapes::pending).collect(),
         ));
         return Ok(());
     }
@@ -458,7 +459,7 @@ fn runs(
         runs.drain(..runs.len().saturating_sub(n));
     }
     if json {
-        print_json(&Value::Array(runs.iter().map(run_json).collect()));
+        print_json(&Value::Array(runs.iter().map(crate::shapes::run).collect()));
         return Ok(());
     }
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());

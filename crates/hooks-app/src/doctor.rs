@@ -62,7 +62,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "nextDueAt": next.map(stamp::format),
         "totalCostUsd": cost,
         "budget": budget.as_ref().map(|(b, bv)| crate::spend::budget_json(b, bv)),
-        "recentRuns": runs.iter().map(hooks_store_json::run_json).collect::<Vec<_>>(),
+        "recentRuns": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
     });
     if as_json {
         print_json(&v);

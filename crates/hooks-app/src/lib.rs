@@ -15,6 +15,7 @@ mod jsonedit;
 mod ondemand;
 mod prices;
 mod prompts;
+mod shapes;
 mod spend;
 mod watch;
 

@@ -298,12 +298,6 @@ impl HookDto {
             .collect();
         self.history = serde_json::value::to_raw_value(&map).ok();
     }
-
-    pub fn from_hook(hook: &Hook) -> Self {
-        let mut d = HookDto::default();
-        d.update_from(hook);
-        d
-    }
 }
 
 /// Only a hook's rules, for the enqueue path: its history and the rest are skipped while

@@ -727,18 +727,3 @@ impl HookStore for JsonStore {
         })
     }
 }
-
-/// The run log's lines as stored, for `runs --json`: one JSON object per run, newest last.
-pub fn run_json(run: &RunRecord) -> Value {
-    serde_json::to_value(RunDto::from_record(run)).unwrap_or(Value::Null)
-}
-
-/// A hook in the store's own field names, for `hooks list --json`.
-pub fn hook_json(hook: &Hook) -> Value {
-    serde_json::to_value(HookDto::from_hook(hook)).unwrap_or(Value::Null)
-}
-
-/// A pending entry in the store's own field names, for `pending --json`.
-pub fn pending_json(entry: &PendingEntry) -> Value {
-    serde_json::to_value(PendingDto::from_entry(entry, Map::new())).unwrap_or(Value::Null)
-}

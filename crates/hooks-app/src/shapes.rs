@@ -1,0 +1,237 @@
+//! The JSON shapes of the CLI's `--json` output (spec §5), built from the core's types.
+//!
+//! They use the store file's field names, so a script that reads `hooks.json` reads these
+//! too, but they are this module's: any store (a file today, a database tomorrow) gives the
+//! same output, and a store's on-disk schema can change without changing them.
+
+use hooks_core::stamp;
+use hooks_core::{Hook, PendingEntry, RunRecord};
+use serde_json::{Map, Value, json};
+
+/// A hook: `hooks list|show --json`.
+pub fn hook(h: &Hook) -> Value {
+    let mut v = Map::new();
+    v.insert("id".into(), json!(h.id.as_str()));
+    v.insert("name".into(), json!(h.name));
+    v.insert("event".into(), json!(h.event.as_str()));
+    v.insert("delaySeconds".into(), json!(h.delay.seconds()));
+    v.insert("promptFile".into(), json!(h.prompt_file.as_str()));
+    v.insert("enabled".into(), json!(h.enabled));
+    v.insert("skipCron".into(), json!(h.skip_cron));
+    v.insert("skipSubagents".into(), json!(h.skip_subagents));
+    v.insert("maxContextK".into(), json!(h.max_context.k()));
+    if let Some(usd) = h.max_cost.usd() {
+        v.insert("maxCostUsd".into(), json!(usd));
+    }
+    v.insert("createdAt".into(), json!(h.created_at.map(stamp::format)));
+    v.insert(
+        "lastStatus".into(),
+        json!(h.last_status.as_ref().map(ToString::to_string)),
+    );
+    let history: std::collections::BTreeMap<&str, &str> = h
+        .history
+        .entries()
+        .iter()
+        .map(|e| (e.key.as_str(), e.session.as_str()))
+        .collect();
+    v.insert("history".into(), json!(history));
+    Value::Object(v)
+}
+
+/// A pending entry: `pending --json`.
+pub fn pending(e: &PendingEntry) -> Value {
+    let mut v = Map::new();
+    v.insert("hookId".into(), json!(e.hook_id.as_str()));
+    v.insert("sessionId".into(), json!(e.session_id.as_str()));
+    v.insert("dueAt".into(), json!(e.due_at.to_string()));
+    if let Some(q) = e.queued_at {
+        v.insert("queuedAt".into(), json!(stamp::format(q)));
+    }
+    v.insert("retries".into(), json!(e.retries));
+    if let Some(c) = &e.claim {
+        v.insert("claimedBy".into(), json!(c.owner));
+        v.insert("claimExpiresAt".into(), json!(stamp::format(c.expires_at)));
+    }
+    if let Some(w) = &e.waiting {
+        v.insert(
+            "waiting".into(),
+            json!({"reason": w.reason, "since": stamp::format(w.since), "open": w.open}),
+        );
+    }
+    Value::Object(v)
+}
+
+/// A run, its log lines folded: `runs --json`, `status --json`.
+pub fn run(r: &RunRecord) -> Value {
+    let o = &r.outcome;
+    let mut v = Map::new();
+    if let Some(id) = &r.run_id {
+        v.insert("runId".into(), json!(id));
+    }
+    v.insert("hookId".into(), json!(r.hook_id.as_str()));
+    v.insert("sessionId".into(), json!(r.session_id.as_str()));
+    if let Some(owner) = &r.owner {
+        v.insert("owner".into(), json!(owner));
+    }
+    if let Some(p) = r.process {
+        v.insert("pid".into(), json!(p.pid));
+        v.insert("procStart".into(), json!(p.start));
+    }
+    v.insert("startedAt".into(), json!(stamp::format(r.started_at)));
+    if let Some(f) = r.finished_at {
+        v.insert("finishedAt".into(), json!(stamp::format(f)));
+    }
+    let done = r.finished_at.is_some() || o.status.is_some();
+    v.insert("status".into(), json!(done.then(|| o.status().to_string())));
+    v.insert("exitCode".into(), json!(o.exit_code));
+    v.insert("completed".into(), json!(o.completed));
+    v.insert("numTurns".into(), json!(o.num_turns));
+    v.insert("costUsd".into(), json!(o.cost_usd));
+    if let Some(e) = r.estimated_cost_usd {
+        v.insert("estimatedCostUsd".into(), json!(e));
+    }
+    if let Some(m) = &r.model {
+        v.insert("model".into(), json!(m));
+    }
+    v.insert(
+        "usage".into(),
+        json!(o.usage.map(|u| json!({
+            "inputTokens": u.input_tokens,
+            "cacheCreationInputTokens": u.cache_creation_input_tokens,
+            "cacheReadInputTokens": u.cache_read_input_tokens,
+            "outputTokens": u.output_tokens,
+        }))),
+    );
+    v.insert("durationMs".into(), json!(o.duration_ms));
+    Value::Object(v)
+}
+
+#[cfg(test)]
+mod tests {
+    //! The shapes as `--json` printed them when they were the JSON store's own file format,
+    //! field for field and in that order: scripts that read them keep working.
+    use super::*;
+    use hooks_core::*;
+    use time::Duration;
+
+    fn t(s: &str) -> stamp::Timestamp {
+        stamp::parse(s).expect("a time")
+    }
+
+    fn hooks() -> Vec<Hook> {
+        let mut h = HookSpec::post_task().into_hook(post_task_id(), t("2026-11-01T00:00:00+0000"));
+        let bare = h.clone();
+        h.history.push(t("2026-11-02T10:00:00+0000"), "s1");
+        h.history.push(t("2026-11-02T10:00:00+0000"), "s2");
+        h.last_status = Some(Status::skipped("context 83k over the 60k cap"));
+        h.max_cost = CostCap::parse("0.5").expect("cap");
+        let mut no_created = bare.clone();
+        no_created.created_at = None;
+        vec![h, bare, no_created]
+    }
+
+    #[test]
+    fn a_hook_is_shown_as_the_store_keeps_it() {
+        let want = [
+            r#"{"id":"post-task","name":"Post-task follow-up","event":"conversation-done","delaySeconds":10,"promptFile":".claude/agents/hooks/post-task.md","enabled":true,"skipCron":true,"skipSubagents":true,"maxContextK":60,"maxCostUsd":0.5,"createdAt":"2026-11-01T00:00:00+0000","lastStatus":"skipped: context 83k over the 60k cap","history":{"2026-11-02T10:00:00+0000":"s1","2026-11-02T10:00:00.000000+0000":"s2"}}"#,
+            r#"{"id":"post-task","name":"Post-task follow-up","event":"conversation-done","delaySeconds":10,"promptFile":".claude/agents/hooks/post-task.md","enabled":true,"skipCron":true,"skipSubagents":true,"maxContextK":60,"createdAt":"2026-11-01T00:00:00+0000","lastStatus":null,"history":{}}"#,
+            r#"{"id":"post-task","name":"Post-task follow-up","event":"conversation-done","delaySeconds":10,"promptFile":".claude/agents/hooks/post-task.md","enabled":true,"skipCron":true,"skipSubagents":true,"maxContextK":60,"createdAt":null,"lastStatus":null,"history":{}}"#,
+        ];
+        for (h, want) in hooks().iter().zip(want) {
+            assert_eq!(hook(h).to_string(), want);
+        }
+    }
+
+    #[test]
+    fn a_pending_entry_is_shown_as_the_store_keeps_it() {
+        let base = PendingEntry {
+            hook_id: post_task_id(),
+            session_id: SessionId::parse("s1").expect("id"),
+            due_at: DueAt::At(t("2026-12-01T00:00:10+0000")),
+            queued_at: Some(t("2026-12-01T00:00:00+0000")),
+            retries: 2,
+            claim: None,
+            waiting: None,
+        };
+        let claimed = PendingEntry {
+            claim: Some(Claim {
+                owner: "vm:42:abc".into(),
+                expires_at: t("2026-12-01T00:01:40+0000"),
+            }),
+            waiting: Some(Waiting {
+                reason: "conversation open in claude, pid 7, interactive, idle".into(),
+                since: t("2026-12-01T00:00:20+0000"),
+                open: true,
+            }),
+            ..base.clone()
+        };
+        let legacy = PendingEntry {
+            due_at: DueAt::Unparseable("soon".into()),
+            queued_at: None,
+            ..base.clone()
+        };
+        let want = [
+            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:10+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:10+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2,"claimedBy":"vm:42:abc","claimExpiresAt":"2026-12-01T00:01:40+0000","waiting":{"reason":"conversation open in claude, pid 7, interactive, idle","since":"2026-12-01T00:00:20+0000","open":true}}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"soon","retries":2}"#,
+        ];
+        for (e, want) in [base, claimed, legacy].iter().zip(want) {
+            assert_eq!(pending(e).to_string(), want);
+        }
+    }
+
+    #[test]
+    fn a_run_is_shown_as_the_run_log_keeps_it() {
+        let started = RunRecord {
+            run_id: Some("vm:42:abc#3".into()),
+            hook_id: post_task_id(),
+            session_id: SessionId::parse("s1").expect("id"),
+            owner: Some("vm:42:abc".into()),
+            process: None,
+            started_at: t("2026-12-01T00:00:10+0000"),
+            finished_at: None,
+            outcome: RunOutcome::default(),
+            estimated_cost_usd: Some(0.42),
+            model: Some("claude-sonnet-4-5".into()),
+        };
+        let finished = RunRecord {
+            process: Some(ProcessRef {
+                pid: 4242,
+                start: 99,
+            }),
+            finished_at: Some(started.started_at + Duration::seconds(30)),
+            outcome: RunOutcome {
+                status: Some(Status::Ok),
+                exit_code: Some(0),
+                completed: Some(true),
+                num_turns: Some(3),
+                cost_usd: Some(0.38),
+                usage: Some(Usage {
+                    input_tokens: Some(10),
+                    cache_creation_input_tokens: Some(100_000),
+                    cache_read_input_tokens: None,
+                    output_tokens: Some(900),
+                }),
+                duration_ms: Some(30_000),
+                session_id: None,
+                result_text: None,
+            },
+            ..started.clone()
+        };
+        let legacy = RunRecord {
+            run_id: None,
+            owner: None,
+            estimated_cost_usd: None,
+            model: None,
+            ..finished.clone()
+        };
+        let want = [
+            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","startedAt":"2026-12-01T00:00:10+0000","status":null,"exitCode":null,"completed":null,"numTurns":null,"costUsd":null,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":null,"durationMs":null}"#,
+            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000}"#,
+        ];
+        for (r, want) in [started, finished, legacy].iter().zip(want) {
+            assert_eq!(run(r).to_string(), want);
+        }
+    }
+}
