@@ -241,5 +241,5 @@ fn a_daemon_whose_data_folder_is_deleted_exits() {
     let out = serve.wait_with_output().unwrap();
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(gone, "it exits on its own: {log}");
-    assert!(log.contains("the data folder is gone"), "{log}");
+    assert!(log.contains("the store is gone; exiting"), "{log}");
 }

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use hooks_core::ports::{HookStore, SessionMeta};
+use hooks_core::ports::SessionMeta;
 use hooks_core::service::{Config, NotifyEvent, NotifyOutcome, Service};
 use hooks_core::stamp;
 use hooks_core::*;
@@ -86,7 +86,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
 }
 
 /// A service for commands that run nothing.
-pub fn service(ctx: &Context) -> AppResult<(Service, hooks_store_json::JsonStore)> {
+pub fn service(ctx: &Context) -> AppResult<(Service, crate::context::Store)> {
     let mut config = Config::new(context::owner_id());
     config.prices = crate::prices::load(&ctx.data_dir)?;
     ctx.service(ctx.runner(Duration::from_secs(1))?, config)
@@ -125,10 +125,10 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
 }
 
 fn init(ctx: &Context) -> AppResult {
-    let existed = ctx.data_dir.join(hooks_store_json::STORE_FILE).exists();
+    let existed = ctx.existing_store().is_ok();
     let store = ctx.open_store()?;
     block_on(store.snapshot())??;
-    let removed = store.clean_up()?;
+    let removed = store.signals.housekeep()?;
     if removed > 0 {
         println!("removed {removed} temp file(s) left by writers that died");
     }
@@ -139,7 +139,7 @@ fn init(ctx: &Context) -> AppResult {
         } else {
             "created the store, seeded with the post-task hook:"
         },
-        store.path().display()
+        store.signals.location()
     );
     match prompts::write_default_prompt(&ctx.workspace) {
         Ok(Some(p)) => println!("wrote the default prompt: {}", p.display()),

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hooks_core::ports::{Clock, Runner};
+use hooks_core::ports::{Clock, HookStore, Runner, StoreSignals};
 use hooks_core::service::{Config, Ports, Service};
 use hooks_core::stamp::Timestamp;
 use hooks_meta::MetaStore;
@@ -31,6 +31,20 @@ pub struct Context {
     pub done_marker: String,
     /// What resumes conversations.
     pub runner: RunnerChoice,
+}
+
+/// The store through its ports: its data, and what a daemon needs besides.
+#[derive(Clone)]
+pub struct Store {
+    pub data: Arc<dyn HookStore>,
+    pub signals: Arc<dyn StoreSignals>,
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn HookStore;
+    fn deref(&self) -> &Self::Target {
+        &*self.data
+    }
 }
 
 /// The runner adapter chosen, with what it needs.
@@ -103,8 +117,23 @@ impl Context {
         })
     }
 
-    pub fn open_store(&self) -> AppResult<JsonStore> {
-        Ok(JsonStore::open(&self.data_dir, SystemClock.now())?)
+    /// The store (the JSON file in the data folder, seeded on first use), as the ports
+    /// see it.
+    pub fn open_store(&self) -> AppResult<Store> {
+        let json = Arc::new(JsonStore::open(&self.data_dir, SystemClock.now())?);
+        Ok(Store {
+            data: json.clone(),
+            signals: json,
+        })
+    }
+
+    /// The store only if it exists already: nothing is created or seeded.
+    pub fn existing_store(&self) -> AppResult<Store> {
+        let json = Arc::new(JsonStore::open_existing(&self.data_dir)?);
+        Ok(Store {
+            data: json.clone(),
+            signals: json,
+        })
     }
 
     pub fn meta(&self) -> MetaStore {
@@ -135,14 +164,10 @@ impl Context {
     }
 
     /// The core service over the real adapters.
-    pub fn service(
-        &self,
-        runner: Arc<dyn Runner>,
-        config: Config,
-    ) -> AppResult<(Service, JsonStore)> {
+    pub fn service(&self, runner: Arc<dyn Runner>, config: Config) -> AppResult<(Service, Store)> {
         let store = self.open_store()?;
         let ports = Ports {
-            store: Arc::new(store.clone()),
+            store: store.data.clone(),
             meta: Arc::new(self.meta()),
             runner,
             prompts: Arc::new(FilePrompts::new(&self.workspace)),

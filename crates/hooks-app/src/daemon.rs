@@ -10,24 +10,22 @@
 //! running follow-ups, then stops them and records `error: interrupted by shutdown`.
 
 use std::collections::{HashMap, VecDeque};
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use hooks_core::decide::Policy;
-use hooks_core::ports::HookStore;
 use hooks_core::service::{Config, FireAction, FireReport, Service, ServiceError};
 use hooks_core::stamp::{self, Timestamp};
 use hooks_core::*;
-use hooks_store_json::JsonStore;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
 use tracing::{error, info, warn};
 
 use crate::cli::{LogFormat, RunArgs, ServeArgs};
+use crate::context::Store;
 use crate::{AppError, AppResult, Context, context};
 
 fn init_logging(format: LogFormat) {
@@ -41,7 +39,7 @@ fn init_logging(format: LogFormat) {
     };
 }
 
-fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
+fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, Store)> {
     let config = Config {
         policy: Policy {
             quiet_period: time::Duration::seconds(a.quiet_period as i64),
@@ -55,7 +53,7 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, JsonStore)> {
         prices: crate::prices::load(&ctx.data_dir)?,
     };
     let (svc, store) = ctx.service(ctx.runner(Duration::from_secs(a.run_timeout))?, config)?;
-    match store.clean_up() {
+    match store.signals.housekeep() {
         Ok(0) => {}
         Ok(n) => info!(removed = n, "removed temp files left by writers that died"),
         Err(e) => warn!(error = %e, "could not look for stray temp files"),
@@ -176,20 +174,13 @@ enum Mode {
     Tick,
 }
 
-/// The identity of the store file's current version, as `stat` sees it.
-fn file_sig(p: &Path) -> Option<(u64, u64, i64, i64)> {
-    std::fs::metadata(p)
-        .ok()
-        .map(|m| (m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
-}
-
 struct Running {
     entry: PendingEntry,
 }
 
 struct Loop {
     svc: Arc<Service>,
-    store: JsonStore,
+    store: Store,
     concurrency: usize,
     renew_every: Duration,
     mode: Mode,
@@ -260,7 +251,7 @@ fn log_report(r: &FireReport) {
 }
 
 impl Loop {
-    fn new(svc: Arc<Service>, store: JsonStore, a: &RunArgs, mode: Mode) -> Self {
+    fn new(svc: Arc<Service>, store: Store, a: &RunArgs, mode: Mode) -> Self {
         Self {
             svc,
             store,
@@ -373,21 +364,18 @@ impl Loop {
         // store file is the safety net (and the only means where folders cannot be watched).
         let (tx, mut changed) = tokio::sync::mpsc::unbounded_channel();
         let watching = self.mode == Mode::Serve
-            && match self
-                .store
-                .dir()
-                .canonicalize()
-                .and_then(|d| crate::watch::watch(&d, hooks_store_json::STORE_FILE, tx))
-            {
+            && match self.store.signals.watch(Box::new(move || {
+                let _ = tx.send(());
+            })) {
                 Ok(()) => true,
                 Err(e) => {
-                    warn!(error = %e, "cannot watch the data folder; checking the store file every 250 ms instead");
+                    warn!(error = %e, "checking the store every 250 ms instead");
                     false
                 }
             };
         let mut poll =
             tokio::time::interval(Duration::from_millis(if watching { 5000 } else { 250 }));
-        let mut sig = file_sig(self.store.path());
+        let mut sig = self.store.signals.fingerprint();
         let mut open_check = tokio::time::interval(OPEN_CHECK);
         let mut deadline: Option<Instant> = None;
         recover_dead_runs(&self.svc).await;
@@ -423,8 +411,8 @@ impl Loop {
                     recheck = false;
                     // Its folder deleted (a user's clean-up, a temporary folder gone), a
                     // daemon has nothing left to serve and would otherwise stay forever.
-                    if self.running.is_empty() && !self.store.dir().exists() {
-                        warn!(data_dir = %self.store.dir().display(), "the data folder is gone; exiting");
+                    if self.running.is_empty() && !self.store.signals.exists() {
+                        warn!(store = %self.store.signals.location(), "the store is gone; exiting");
                         break;
                     }
                 }
@@ -474,7 +462,7 @@ impl Loop {
                     recheck = true;
                 }
                 _ = poll.tick(), if self.mode == Mode::Serve && deadline.is_none() => {
-                    let now_sig = file_sig(self.store.path());
+                    let now_sig = self.store.signals.fingerprint();
                     if now_sig != sig {
                         sig = now_sig;
                         recheck = true;

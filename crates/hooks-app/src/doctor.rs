@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use hooks_core::ports::HookStore;
 use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
@@ -258,43 +257,38 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         },
     });
 
-    let store_path = ctx.data_dir.join(hooks_store_json::STORE_FILE);
-    let snapshot = if store_path.exists() {
-        match hooks_store_json::JsonStore::open_existing(&ctx.data_dir) {
-            Ok(s) => block_on(s.snapshot())?.map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        }
-    } else {
-        Err(format!("{} does not exist", store_path.display()))
+    // The store only if it exists: doctor creates nothing.
+    let opened = ctx.existing_store();
+    let snapshot = match &opened {
+        Ok(s) => block_on(s.snapshot())?.map_err(|e| e.to_string()),
+        Err(e) => Err(e.message.clone()),
     };
-    checks.push(match &snapshot {
-        Ok(s) => Check {
+    checks.push(match (&opened, &snapshot) {
+        (Ok(store), Ok(s)) => Check {
             name: "store readable",
             ok: true,
             detail: format!(
                 "{} ({} hooks, {} pending)",
-                store_path.display(),
+                store.signals.location(),
                 s.hooks.len(),
                 s.pending.len()
             ),
             fix: None,
         },
-        Err(e) if !store_path.exists() => Check {
+        (Err(e), _) => Check {
             name: "store readable",
             ok: false,
-            detail: e.clone(),
+            detail: e.message.clone(),
             fix: Some("hooks-app init".into()),
         },
-        Err(e) => Check {
+        (Ok(store), Err(e)) => Check {
             name: "store readable",
             ok: false,
             detail: e.clone(),
-            fix: Some(format!(
-                "fix {} by hand, or put back the last good copy: cp '{}' '{}'",
-                store_path.display(),
-                ctx.data_dir.join(hooks_store_json::BACKUP_FILE).display(),
-                store_path.display()
-            )),
+            fix: Some(match store.signals.restore_hint() {
+                Some(cmd) => format!("fix it by hand, or put back the last good copy: {cmd}"),
+                None => "fix it by hand".into(),
+            }),
         },
     });
 

@@ -17,7 +17,6 @@ mod prices;
 mod prompts;
 mod shapes;
 mod spend;
-mod watch;
 
 use std::process::ExitCode;
 

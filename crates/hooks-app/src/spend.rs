@@ -3,7 +3,6 @@
 use std::collections::BTreeMap;
 
 use hooks_core::cost::{Budget, BudgetView, WhenReached};
-use hooks_core::ports::HookStore;
 use hooks_core::*;
 use serde_json::{Value, json};
 

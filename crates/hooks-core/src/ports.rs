@@ -138,6 +138,27 @@ pub trait HookStore: Send + Sync {
     async fn set_budget(&self, budget: Option<crate::cost::Budget>) -> Result<(), StoreError>;
 }
 
+/// What a long-running process needs of a store beyond its data: to learn that another
+/// process changed it, and its upkeep. Each store says how (a file watch, a database's
+/// notifications, a poll).
+pub trait StoreSignals: Send + Sync {
+    /// Calls `wake`, from any thread, each time another process changes the store, for as
+    /// long as the process lives. `Err` says why it cannot; the caller then relies on
+    /// [`StoreSignals::fingerprint`], polled more often.
+    fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<(), String>;
+    /// A cheap value that differs whenever the store changed; `None` when it cannot tell.
+    fn fingerprint(&self) -> Option<String>;
+    /// Whether the store is still there: a daemon whose store was deleted exits.
+    fn exists(&self) -> bool;
+    /// Removes what writers that died left behind; returns how many things it removed.
+    fn housekeep(&self) -> Result<usize, StoreError>;
+    /// Where the store is, for people (`/data/hooks.json`, a database URL without secrets).
+    fn location(&self) -> String;
+    /// How to put back the last good copy of a store that no longer reads, where the store
+    /// keeps one (a command for people to run).
+    fn restore_hint(&self) -> Option<String>;
+}
+
 /// Errors of [`SessionMeta`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum MetaError {

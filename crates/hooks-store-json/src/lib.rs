@@ -12,6 +12,7 @@
 mod dto;
 mod fsutil;
 mod scan;
+mod watch;
 
 use std::collections::HashMap;
 use std::fs;
@@ -490,6 +491,49 @@ fn failpoint(name: &str) {
 
 #[cfg(not(feature = "failpoints"))]
 fn failpoint(_: &str) {}
+
+/// The file's identity as `stat` sees it: inode, size and change time.
+fn file_sig(p: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(p)
+        .ok()
+        .map(|m| format!("{}:{}:{}.{}", m.ino(), m.size(), m.mtime(), m.mtime_nsec()))
+}
+
+impl StoreSignals for JsonStore {
+    /// An inotify watch on the data folder, woken when `hooks.json` is renamed into place.
+    fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<(), String> {
+        self.dir
+            .canonicalize()
+            .and_then(|d| watch::watch(&d, STORE_FILE, wake))
+            .map_err(|e| format!("cannot watch {}: {e}", self.dir.display()))
+    }
+
+    fn fingerprint(&self) -> Option<String> {
+        file_sig(&self.path)
+    }
+
+    fn exists(&self) -> bool {
+        self.dir.exists()
+    }
+
+    /// Temp files of writers that died between writing and renaming.
+    fn housekeep(&self) -> Result<usize, StoreError> {
+        self.clean_up()
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn restore_hint(&self) -> Option<String> {
+        Some(format!(
+            "cp '{}' '{}'",
+            self.dir.join(BACKUP_FILE).display(),
+            self.path.display()
+        ))
+    }
+}
 
 #[async_trait]
 impl HookStore for JsonStore {

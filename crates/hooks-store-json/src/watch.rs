@@ -1,4 +1,4 @@
-//! Wakes the daemon when another process replaces the store file: an inotify watch on the
+//! Tells a daemon when another process replaced the store file: an inotify watch on the
 //! data folder, read by one thread that lives as long as the process.
 
 use std::ffi::CString;
@@ -8,12 +8,14 @@ use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use tokio::sync::mpsc::UnboundedSender;
-
-/// Watches `dir` for `name` being renamed into place or closed after writing, and sends a
-/// unit on `tx` each time. Errors when the system cannot watch the folder (the caller then
-/// falls back to polling).
-pub fn watch(dir: &Path, name: &'static str, tx: UnboundedSender<()>) -> std::io::Result<()> {
+/// Watches `dir` for `name` being renamed into place or closed after writing, and calls
+/// `wake` each time. Errors when the system cannot watch the folder (the caller then falls
+/// back to polling).
+pub fn watch(
+    dir: &Path,
+    name: &'static str,
+    wake: Box<dyn Fn() + Send + Sync>,
+) -> std::io::Result<()> {
     let path = CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
     // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
     let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
@@ -38,8 +40,8 @@ pub fn watch(dir: &Path, name: &'static str, tx: UnboundedSender<()>) -> std::io
                 if n == 0 {
                     break;
                 }
-                if names(&buf[..n]).any(|e| e == name.as_bytes()) && tx.send(()).is_err() {
-                    break;
+                if names(&buf[..n]).any(|e| e == name.as_bytes()) {
+                    wake();
                 }
             }
         })?;
@@ -68,21 +70,26 @@ mod tests {
     #[test]
     fn a_rename_over_the_watched_name_wakes_and_others_do_not() {
         let dir = tempfile::tempdir().unwrap();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        watch(dir.path(), "hooks.json", tx).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        watch(
+            dir.path(),
+            "hooks.json",
+            Box::new(move || {
+                let _ = tx.lock().map(|t| t.send(()));
+            }),
+        )
+        .unwrap();
         // Another file changing is not a wake-up.
         std::fs::write(dir.path().join("runs.jsonl"), "x").unwrap();
         std::fs::write(dir.path().join("tmp"), "{}").unwrap();
         std::fs::rename(dir.path().join("tmp"), dir.path().join("hooks.json")).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let got =
-            rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), rx.recv()).await });
-        assert_eq!(got, Ok(Some(())), "the rename woke the watcher");
-        let more = rt
-            .block_on(async { tokio::time::timeout(Duration::from_millis(300), rx.recv()).await });
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)),
+            Ok(()),
+            "the rename woke the watcher"
+        );
+        let more = rx.recv_timeout(Duration::from_millis(300));
         assert!(
             more.is_err(),
             "runs.jsonl and the temp file did not: {more:?}"
