@@ -22,7 +22,34 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Args)]
+/// `claude-hook`'s own options.
+#[derive(Debug, Args, Clone, Copy, PartialEq, Eq)]
+pub struct HookArgs {
+    /// Set on the SessionEnd entry that `install --trigger session-end` writes
+    #[arg(long, value_enum)]
+    pub on: Option<HookTrigger>,
+}
+
+/// The command line of a `claude-hook` call, parsed by a command that knows only the
+/// global options and `claude-hook`: Claude Code runs it at every stop, and building the
+/// whole command line (every subcommand and its help) is a good part of its start-up.
+/// The options are the same clap definitions, so a call parses to what the full command
+/// line gives it; `None` for anything else (including help and errors), which the full
+/// command line then parses.
+pub fn parse_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
+    use clap::FromArgMatches;
+    let cmd = Global::augment_args(clap::Command::new("hooks-app"))
+        .subcommand(HookArgs::augment_args(clap::Command::new("claude-hook")));
+    let m = cmd.try_get_matches_from(args).ok()?;
+    let (name, sub) = m.subcommand()?;
+    (name == "claude-hook").then_some(())?;
+    Some(Cli {
+        global: Global::from_arg_matches(&m).ok()?,
+        command: Command::ClaudeHook(HookArgs::from_arg_matches(sub).ok()?),
+    })
+}
+
+#[derive(Debug, Args, PartialEq, Eq)]
 pub struct Global {
     /// Where the store, session files and run log live [default: $XDG_DATA_HOME/hooks-app or ~/.local/share/hooks-app]
     #[arg(long, global = true, env = "HOOKS_DATA_DIR", value_name = "DIR")]
@@ -134,11 +161,7 @@ pub enum Command {
         json: JsonFlag,
     },
     /// Read one Claude Code hook event on stdin (run by Claude Code's own hooks)
-    ClaudeHook {
-        /// Set on the SessionEnd entry that `install --trigger session-end` writes
-        #[arg(long, value_enum)]
-        on: Option<HookTrigger>,
-    },
+    ClaudeHook(HookArgs),
     /// Add the claude-hook entries to Claude Code's settings.json
     Install(InstallArgs),
     /// Remove the claude-hook entries from Claude Code's settings.json
@@ -381,4 +404,74 @@ pub struct ServeArgs {
 pub enum LogFormat {
     Text,
     Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    /// The quick parse of a `claude-hook` call gives what the full command line gives, and
+    /// gives nothing for any other call, or for help and errors (the full one answers those).
+    #[test]
+    fn a_hook_call_parses_as_the_full_command_line_parses_it() {
+        let calls: &[&[&str]] = &[
+            &["claude-hook"],
+            &["claude-hook", "--on", "session-end"],
+            &["--data-dir", "/d", "claude-hook"],
+            &[
+                "--data-dir=/d",
+                "--done-marker",
+                "ALL DONE",
+                "claude-hook",
+                "--on=session-end",
+            ],
+            &["claude-hook", "--data-dir", "/d", "--claude-home", "/c"],
+            &[
+                "--runner",
+                "webhook",
+                "--runner-url",
+                "http://127.0.0.1:9/x",
+                "--runner-token-file",
+                "/t",
+                "claude-hook",
+            ],
+            &[
+                "--workspace",
+                "/w",
+                "--claude-bin",
+                "/bin/claude",
+                "claude-hook",
+            ],
+        ];
+        for call in calls {
+            let args = std::iter::once("hooks-app").chain(call.iter().copied());
+            let full = Cli::try_parse_from(args.clone()).expect("the full parse");
+            let quick = parse_hook_call(args.map(Into::into)).expect("the quick parse");
+            assert_eq!(quick.global, full.global, "{call:?}");
+            match (quick.command, full.command) {
+                (Command::ClaudeHook(q), Command::ClaudeHook(f)) => assert_eq!(q, f, "{call:?}"),
+                other => panic!("{call:?}: {other:?}"),
+            }
+        }
+        let others: &[&[&str]] = &[
+            &["status"],
+            &["hooks", "list"],
+            &["claude-hook", "--help"],
+            &["--help"],
+            &["--version"],
+            &["claude-hook", "--on", "never"],
+            &["claude-hook", "extra"],
+            &["--runner", "carrier-pigeon", "claude-hook"],
+            &["serve", "claude-hook"],
+        ];
+        for call in others {
+            let args = std::iter::once("hooks-app").chain(call.iter().copied());
+            assert!(
+                parse_hook_call(args.map(Into::into)).is_none(),
+                "{call:?} is for the full command line"
+            );
+        }
+    }
 }

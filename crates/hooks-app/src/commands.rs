@@ -43,14 +43,14 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
     let ctx = match Context::resolve(&cli.global) {
         Ok(c) => c,
         // Exit 2 from a Claude Code hook would block Claude.
-        Err(e) if matches!(cli.command, Command::ClaudeHook { .. }) => {
+        Err(e) if matches!(cli.command, Command::ClaudeHook(_)) => {
             return Err(AppError::runtime(e.message));
         }
         Err(e) => return Err(e),
     };
     match cli.command {
         Command::Completions { .. } | Command::Man => {}
-        Command::ClaudeHook { on } => return Ok(claude_hook::run(&ctx, on)),
+        Command::ClaudeHook(a) => return Ok(claude_hook::run(&ctx, a.on)),
         Command::Init => init(&ctx)?,
         Command::Hooks(h) => hooks(&ctx, h)?,
         Command::Pending(j) => pending(&ctx, j.json)?,

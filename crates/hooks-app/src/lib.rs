@@ -82,7 +82,11 @@ pub type AppResult<T = ()> = Result<T, AppError>;
 
 /// Runs the command line with the process's arguments and returns its exit code.
 pub fn run() -> ExitCode {
-    let cli = match cli::Cli::try_parse() {
+    let parsed = match cli::parse_hook_call(std::env::args_os()) {
+        Some(c) => Ok(c),
+        None => cli::Cli::try_parse(),
+    };
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
