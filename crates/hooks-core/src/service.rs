@@ -847,6 +847,8 @@ impl Service {
             })
             .map(|p| p.session_id)
             .collect();
+        // A session's entries need not be next to each other in the queue.
+        sessions.sort();
         sessions.dedup();
         let mut woken = 0;
         for s in &sessions {
