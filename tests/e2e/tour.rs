@@ -139,7 +139,7 @@ fn hooks_history_status_and_prune() {
     let file = sessions.join("tour-1.json");
     assert!(file.exists());
     let out = app.ok(&["prune", "--older-than", "30"]);
-    assert!(out.contains("removed 0 session files"), "{out}");
+    assert!(out.contains("removed 0 sessions"), "{out}");
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(40 * 86_400);
     std::fs::File::options()
         .write(true)
@@ -148,7 +148,7 @@ fn hooks_history_status_and_prune() {
         .set_modified(old)
         .unwrap();
     let out = app.ok(&["prune", "--older-than", "30"]);
-    assert!(out.contains("removed 1 session file "), "{out}");
+    assert!(out.contains("removed 1 session "), "{out}");
     assert!(!file.exists());
     let s: Value = app.json(&["session", "tour-1"]);
     assert!(

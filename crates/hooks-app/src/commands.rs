@@ -6,7 +6,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use hooks_core::ports::SessionMeta;
+use hooks_core::ports::{Clock, SessionMeta};
 use hooks_core::service::{Config, NotifyEvent, NotifyOutcome, Service};
 use hooks_core::stamp;
 use hooks_core::*;
@@ -505,11 +505,12 @@ fn runs(
 
 fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     let sid = SessionId::parse(session)?;
-    let meta = ctx.meta();
+    let store = ctx.open_store()?;
+    let meta = ctx.meta(&store);
     let facts = block_on(meta.facts(&sid))?.map_err(|e| AppError::runtime(e.to_string()))?;
     let t = facts.transcript.as_ref();
     let known_subagent = t.is_some() || facts.state.transcript_path.is_some();
-    let pending: Vec<PendingEntry> = block_on(ctx.open_store()?.snapshot())??
+    let pending: Vec<PendingEntry> = block_on(store.snapshot())??
         .pending
         .into_iter()
         .filter(|p| p.session_id == sid)
@@ -703,13 +704,11 @@ fn prune(ctx: &Context, days: u64) -> AppResult {
         .into_iter()
         .map(|p| p.session_id)
         .collect();
-    let removed = ctx
-        .meta()
-        .files()
-        .prune(Duration::from_secs(days.saturating_mul(86_400)), &keep)
+    let before = context::SystemClock.now() - time::Duration::days(days.min(1_000_000) as i64);
+    let removed = block_on(store.sessions.prune(before, &keep))?
         .map_err(|e| AppError::runtime(e.to_string()))?;
     println!(
-        "removed {} session file{} older than {days} days",
+        "removed {} session{} not changed for {days} days",
         removed.len(),
         if removed.len() == 1 { "" } else { "s" }
     );

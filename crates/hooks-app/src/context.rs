@@ -5,13 +5,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use hooks_core::ports::{Clock, HookStore, Runner, StoreSignals};
+use hooks_core::ports::{Clock, HookStore, Runner, SessionStore, StoreSignals};
 use hooks_core::service::{Config, Ports, Service};
 use hooks_core::stamp::Timestamp;
 use hooks_meta::MetaStore;
 use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
 use hooks_runner_webhook::{WebhookConfig, WebhookRunner};
-use hooks_store_json::JsonStore;
+use hooks_store_json::{JsonStore, SessionFiles};
 
 use crate::cli::Global;
 use crate::prompts::FilePrompts;
@@ -33,10 +33,12 @@ pub struct Context {
     pub runner: RunnerChoice,
 }
 
-/// The store through its ports: its data, and what a daemon needs besides.
+/// The store through its ports: its data, the sessions' durable state kept beside it, and
+/// what a daemon needs besides.
 #[derive(Clone)]
 pub struct Store {
     pub data: Arc<dyn HookStore>,
+    pub sessions: Arc<dyn SessionStore>,
     pub signals: Arc<dyn StoreSignals>,
 }
 
@@ -123,6 +125,7 @@ impl Context {
         let json = Arc::new(JsonStore::open(&self.data_dir, SystemClock.now())?);
         Ok(Store {
             data: json.clone(),
+            sessions: Arc::new(SessionFiles::new(&self.data_dir)),
             signals: json,
         })
     }
@@ -132,12 +135,14 @@ impl Context {
         let json = Arc::new(JsonStore::open_existing(&self.data_dir)?);
         Ok(Store {
             data: json.clone(),
+            sessions: Arc::new(SessionFiles::new(&self.data_dir)),
             signals: json,
         })
     }
 
-    pub fn meta(&self) -> MetaStore {
-        MetaStore::new(&self.data_dir, &self.claude_home).with_host(host_name())
+    /// What this host can see of sessions, over the store's session state.
+    pub fn meta(&self, store: &Store) -> MetaStore {
+        MetaStore::new(store.sessions.clone(), &self.claude_home).with_host(host_name())
     }
 
     /// The claude CLI runner (also what `doctor` asks for claude's version).
@@ -168,7 +173,7 @@ impl Context {
         let store = self.open_store()?;
         let ports = Ports {
             store: store.data.clone(),
-            meta: Arc::new(self.meta()),
+            meta: Arc::new(self.meta(&store)),
             runner,
             prompts: Arc::new(FilePrompts::new(&self.workspace)),
             clock: Arc::new(SystemClock),

@@ -188,6 +188,71 @@ pub enum BeginRun {
     Busy(Box<LeaseInfo>),
 }
 
+/// What [`SessionStore::begin_run`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Begin {
+    /// The pair is stamped and the lease taken, by this caller.
+    Won,
+    /// The pair was stamped already, at that time.
+    Stamped { at: Timestamp },
+    /// A lease is there, live or not: the caller judges it.
+    Held(RunLease),
+}
+
+/// One session's durable state, as [`SessionStore::sessions`] lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    pub session: SessionId,
+    pub state: SessionState,
+    pub lease: Option<RunLease>,
+}
+
+/// The durable half of what the app knows about a session: the once-per-(hook, session)
+/// stamps, the run lease, and the remembered cwd, transcript path and origin. It lives
+/// beside the queue, so that every process sharing the queue shares it too; the store
+/// adapters implement it. Every change is atomic and durable across processes.
+#[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The session's state and its run lease, from one read (empty for an unknown session).
+    async fn state(
+        &self,
+        session: &SessionId,
+    ) -> Result<(SessionState, Option<RunLease>), MetaError>;
+    /// Merges `update` into the session's state (stamps are never touched).
+    async fn remember(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+    ) -> Result<SessionState, MetaError>;
+    /// Test-and-set of the (hook, session) stamp. An unreadable stamp counts as stamped.
+    async fn stamp(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        at: Timestamp,
+    ) -> Result<StampResult, MetaError>;
+    /// When the session holds no lease and the lease's hook no stamp on it, stamps the
+    /// pair at the lease's start and takes the lease, in one atomic step.
+    async fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError>;
+    /// Rewrites the lease of run `lease.run_id`; `false` when the session's lease is not
+    /// that run's any more.
+    async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError>;
+    /// Clears the session's lease if run `run_id` holds it.
+    async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError>;
+    /// Every session's lease.
+    async fn leases(&self) -> Result<Vec<(SessionId, RunLease)>, MetaError>;
+    /// Every session the store knows, for a copy to another store.
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, MetaError>;
+    /// Forgets sessions not changed since `before` that are not in `keep` and hold no
+    /// lease: the only way a stamp ever goes. Returns the sessions forgotten.
+    async fn prune(
+        &self,
+        before: Timestamp,
+        keep: &std::collections::HashSet<SessionId>,
+    ) -> Result<Vec<SessionId>, MetaError>;
+}
+
 /// What the app knows about a session: its own remembered state, facts read from Claude
 /// Code's transcript and session files, and the session's run lease.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]

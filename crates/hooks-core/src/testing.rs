@@ -1,6 +1,6 @@
 //! Test doubles and the store contract suite (feature `mocks`).
 //!
-//! - [`InMemoryStore`], [`InMemoryMeta`]: small stateful fakes with the real semantics
+//! - [`InMemoryStore`], [`InMemoryMeta`], [`InMemorySessions`]: small stateful fakes with the real semantics
 //!   (they share [`crate::queue`] with the real stores);
 //! - [`ManualClock`], [`ScriptedRunner`], [`StaticPrompts`]: deterministic time, runs and
 //!   prompt files;
@@ -379,6 +379,139 @@ impl SessionMeta for InMemoryMeta {
         }
         st.stamps.insert(hook.clone(), at);
         Ok(StampResult::Won)
+    }
+}
+
+/// The durable session state in memory, with the same rules as the stores' own.
+/// A session's state, its lease and when it last changed.
+type SessionRow = (SessionState, Option<RunLease>, Timestamp);
+
+#[derive(Default)]
+pub struct InMemorySessions(Mutex<BTreeMap<SessionId, SessionRow>>);
+
+impl InMemorySessions {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+}
+
+#[async_trait]
+impl SessionStore for InMemorySessions {
+    async fn state(
+        &self,
+        session: &SessionId,
+    ) -> Result<(SessionState, Option<RunLease>), MetaError> {
+        Ok(lock(&self.0)
+            .get(session)
+            .map(|(s, l, _)| (s.clone(), l.clone()))
+            .unwrap_or_default())
+    }
+    async fn remember(
+        &self,
+        session: &SessionId,
+        u: &SessionUpdate,
+    ) -> Result<SessionState, MetaError> {
+        let mut all = lock(&self.0);
+        let (st, _, _) = all.entry(session.clone()).or_insert_with(|| {
+            (
+                SessionState::default(),
+                None,
+                time::OffsetDateTime::UNIX_EPOCH,
+            )
+        });
+        if u.cwd.is_some() {
+            st.cwd.clone_from(&u.cwd);
+        }
+        if u.transcript_path.is_some() {
+            st.transcript_path.clone_from(&u.transcript_path);
+        }
+        if u.origin.is_some() {
+            st.origin = u.origin;
+        }
+        Ok(st.clone())
+    }
+    async fn stamp(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        at: Timestamp,
+    ) -> Result<StampResult, MetaError> {
+        let mut all = lock(&self.0);
+        let (st, _, changed) = all
+            .entry(session.clone())
+            .or_insert_with(|| (SessionState::default(), None, at));
+        if let Some(prev) = st.stamps.get(hook) {
+            return Ok(StampResult::Lost { at: *prev });
+        }
+        st.stamps.insert(hook.clone(), at);
+        *changed = at;
+        Ok(StampResult::Won)
+    }
+    async fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError> {
+        let mut all = lock(&self.0);
+        let (st, held, changed) = all
+            .entry(session.clone())
+            .or_insert_with(|| (SessionState::default(), None, lease.started_at));
+        if let Some(l) = held {
+            return Ok(Begin::Held(l.clone()));
+        }
+        if let Some(at) = st.stamps.get(&lease.hook_id) {
+            return Ok(Begin::Stamped { at: *at });
+        }
+        st.stamps.insert(lease.hook_id.clone(), lease.started_at);
+        *held = Some(lease.clone());
+        *changed = lease.started_at;
+        Ok(Begin::Won)
+    }
+    async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
+        let mut all = lock(&self.0);
+        match all.get_mut(session).and_then(|(_, l, _)| l.as_mut()) {
+            Some(l) if l.run_id == lease.run_id => {
+                *l = lease.clone();
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+    async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
+        if let Some((_, l, _)) = lock(&self.0).get_mut(session)
+            && l.as_ref().is_some_and(|l| l.run_id == run_id)
+        {
+            *l = None;
+        }
+        Ok(())
+    }
+    async fn leases(&self) -> Result<Vec<(SessionId, RunLease)>, MetaError> {
+        Ok(lock(&self.0)
+            .iter()
+            .filter_map(|(s, (_, l, _))| Some((s.clone(), l.clone()?)))
+            .collect())
+    }
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, MetaError> {
+        Ok(lock(&self.0)
+            .iter()
+            .map(|(s, (st, l, _))| SessionRecord {
+                session: s.clone(),
+                state: st.clone(),
+                lease: l.clone(),
+            })
+            .collect())
+    }
+    async fn prune(
+        &self,
+        before: Timestamp,
+        keep: &std::collections::HashSet<SessionId>,
+    ) -> Result<Vec<SessionId>, MetaError> {
+        let mut all = lock(&self.0);
+        let gone: Vec<SessionId> = all
+            .iter()
+            .filter(|(s, (_, l, changed))| *changed < before && l.is_none() && !keep.contains(*s))
+            .map(|(s, _)| s.clone())
+            .collect();
+        for s in &gone {
+            all.remove(s);
+        }
+        Ok(gone)
     }
 }
 

@@ -824,6 +824,11 @@ async fn contract_on_the_in_memory_store() {
     contract::run_all(&|| InMemoryStore::new() as Arc<dyn HookStore>).await;
 }
 
+#[tokio::test]
+async fn session_contract_on_the_in_memory_sessions() {
+    contract::run_sessions(&|| InMemorySessions::new() as Arc<dyn SessionStore>).await;
+}
+
 const PROMPT: &str = "---\nname: post-task\n---\nTidy up, then say COMPLETED.";
 
 struct World {

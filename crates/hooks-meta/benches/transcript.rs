@@ -1,11 +1,10 @@
-//! Reading a transcript's facts at 1 MB, 10 MB and 100 MB, and one stamp's test-and-set.
+//! Reading a transcript's facts at 1 MB, 10 MB and 100 MB.
 //! Prints one JSON object; run by `cargo xtask bench`. `--quick` repeats less.
 
 use std::io::{BufWriter, Write};
 use std::time::Instant;
 
-use hooks_core::{HookId, SessionId};
-use hooks_meta::{SessionFiles, read_facts_counted};
+use hooks_meta::read_facts_counted;
 
 fn main() {
     let quick = std::env::args().any(|a| a == "--quick");
@@ -46,19 +45,5 @@ fn main() {
             per * 1000.0
         ));
     }
-    let files = SessionFiles::new(dir.path());
-    let hook = HookId::parse("post-task").expect("id");
-    let t = Instant::now();
-    for i in 0..reps * 4 {
-        let s = SessionId::parse(&format!("s{i}")).expect("id");
-        files
-            .stamp(&s, &hook, time::OffsetDateTime::now_utc())
-            .expect("stamp");
-    }
-    let stamp = t.elapsed().as_secs_f64() / f64::from(reps * 4);
-    println!(
-        "{{\"transcript\":[{}],\"stampMs\":{:.3}}}",
-        rows.join(","),
-        stamp * 1000.0
-    );
+    println!("{{\"transcript\":[{}]}}", rows.join(","));
 }

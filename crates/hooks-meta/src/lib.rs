@@ -1,8 +1,8 @@
 //! What hooks-app knows about a Claude Code session.
 //!
-//! - [`state`]: the app's own per-session files, `<data-dir>/sessions/<id>.json`, holding
-//!   the once-per-hook stamps, the cwd, the transcript path and the origin. One small file
-//!   per session, so each operation costs the same however many sessions exist.
+//! - the durable state of a session (its once-per-hook stamps, run lease, cwd, transcript
+//!   path and origin) is not kept here: it lives beside the queue, behind the core's
+//!   [`SessionStore`] port, which each store adapter implements;
 //! - [`transcript`]: facts read from Claude Code's own transcript, from the end of the file
 //!   in bounded chunks.
 //! - [`live`]: whether a Claude Code process has the session open (its
@@ -13,36 +13,37 @@
 //! is alive; gone when it is on this host and neither is; unknown on another host, where
 //! only the lease's expiry tells.
 //!
-//! [`MetaStore`] puts the two together behind the core's `SessionMeta` port.
+//! [`MetaStore`] puts the store's session state and what this host can see together behind
+//! the core's `SessionMeta` port.
 
 pub mod live;
-pub mod state;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use hooks_core::ports::{BeginRun, MetaError, SessionMeta, StampResult};
+use hooks_core::ports::{Begin, BeginRun, MetaError, SessionMeta, SessionStore, StampResult};
 use hooks_core::stamp::Timestamp;
 use hooks_core::*;
 
-pub use state::{Begin, SessionFiles};
 pub use transcript::{MAX_SCAN_BYTES, read_facts, read_facts_counted};
 
-/// The `SessionMeta` adapter: session files plus transcripts under a Claude home.
-#[derive(Debug, Clone)]
+/// The `SessionMeta` adapter: the store's session state plus transcripts under a Claude
+/// home.
+#[derive(Clone)]
 pub struct MetaStore {
-    files: SessionFiles,
+    sessions: Arc<dyn SessionStore>,
     claude_home: PathBuf,
     host: String,
 }
 
 impl MetaStore {
-    /// `data_dir` holds the `sessions/` folder; `claude_home` is Claude Code's folder
+    /// `sessions` keeps the sessions' durable state; `claude_home` is Claude Code's folder
     /// (`~/.claude` or `$CLAUDE_CONFIG_DIR`), whose `projects/` holds transcripts.
-    pub fn new(data_dir: &Path, claude_home: &Path) -> Self {
+    pub fn new(sessions: Arc<dyn SessionStore>, claude_home: &Path) -> Self {
         Self {
-            files: SessionFiles::new(data_dir),
+            sessions,
             claude_home: claude_home.to_owned(),
             host: String::new(),
         }
@@ -73,8 +74,8 @@ impl MetaStore {
         LeaseInfo { lease, holder }
     }
 
-    pub fn files(&self) -> &SessionFiles {
-        &self.files
+    pub fn sessions(&self) -> &Arc<dyn SessionStore> {
+        &self.sessions
     }
 
     /// The session's transcript: the remembered path if it exists, else
@@ -99,7 +100,7 @@ impl MetaStore {
 #[async_trait]
 impl SessionMeta for MetaStore {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError> {
-        self.files.read(session)
+        Ok(self.sessions.state(session).await?.0)
     }
 
     async fn remember(
@@ -107,11 +108,11 @@ impl SessionMeta for MetaStore {
         session: &SessionId,
         update: &SessionUpdate,
     ) -> Result<SessionState, MetaError> {
-        self.files.remember(session, update)
+        self.sessions.remember(session, update).await
     }
 
     async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError> {
-        let (state, lease) = self.files.read_with_lease(session)?;
+        let (state, lease) = self.sessions.state(session).await?;
         let transcript = match self.find_transcript(session, state.transcript_path.as_deref()) {
             Some(p) => Some(
                 read_facts(&p)
@@ -133,7 +134,7 @@ impl SessionMeta for MetaStore {
         hook: &HookId,
         at: Timestamp,
     ) -> Result<StampResult, MetaError> {
-        self.files.stamp(session, hook, at)
+        self.sessions.stamp(session, hook, at).await
     }
 
     async fn begin_run(
@@ -142,7 +143,7 @@ impl SessionMeta for MetaStore {
         lease: &RunLease,
         _now: Timestamp,
     ) -> Result<BeginRun, MetaError> {
-        Ok(match self.files.begin_run(session, lease)? {
+        Ok(match self.sessions.begin_run(session, lease).await? {
             Begin::Won => BeginRun::Won,
             Begin::Stamped { at } => BeginRun::Stamped { at },
             Begin::Held(l) => BeginRun::Busy(Box::new(self.judge(l))),
@@ -150,17 +151,18 @@ impl SessionMeta for MetaStore {
     }
 
     async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
-        self.files.update_lease(session, lease)
+        self.sessions.update_lease(session, lease).await
     }
 
     async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
-        self.files.end_lease(session, run_id)
+        self.sessions.end_lease(session, run_id).await
     }
 
     async fn leases(&self) -> Result<Vec<(SessionId, LeaseInfo)>, MetaError> {
         Ok(self
-            .files
-            .leases()?
+            .sessions
+            .leases()
+            .await?
             .into_iter()
             .map(|(s, l)| (s, self.judge(l)))
             .collect())

@@ -12,6 +12,7 @@
 mod dto;
 mod fsutil;
 mod scan;
+mod sessions;
 mod watch;
 
 use std::collections::HashMap;
@@ -31,6 +32,7 @@ use time::Duration;
 pub use dto::FileDto;
 use dto::{HookDto, KeyDto, PendingDto, RulesDto, RunDto};
 use fsutil::{DirLock, create_dir_private, io_err};
+pub use sessions::SessionFiles;
 
 /// The store file's name in the data folder.
 pub const STORE_FILE: &str = "hooks.json";

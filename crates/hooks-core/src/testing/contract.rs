@@ -769,3 +769,185 @@ pub async fn budget(store: &dyn HookStore) {
         .expect("clearing twice is fine");
     assert_eq!(store.snapshot().await.expect("snapshot").hooks.len(), hooks);
 }
+
+/// Runs every check of the session state, each on a store from `make`.
+pub async fn run_sessions(make: &dyn Fn() -> Arc<dyn SessionStore>) {
+    sessions_remember_merges(make().as_ref()).await;
+    sessions_stamp_is_test_and_set(make().as_ref()).await;
+    sessions_run_lease(make().as_ref()).await;
+    sessions_list_and_prune(make().as_ref()).await;
+}
+
+fn run_lease(run: &str, hook: &str, at: OffsetDateTime) -> RunLease {
+    RunLease {
+        run_id: run.to_owned(),
+        hook_id: HookId::parse(hook).expect("valid hook id"),
+        owner: "owner-1".to_owned(),
+        host: "host-a".to_owned(),
+        owner_process: Some(ProcessRef { pid: 42, start: 7 }),
+        child: None,
+        started_at: at,
+        expires_at: at + Duration::seconds(90),
+    }
+}
+
+/// Remembering merges what is given and leaves the rest, stamps included.
+pub async fn sessions_remember_merges(store: &dyn SessionStore) {
+    let s = sid("merge");
+    assert_eq!(
+        store.state(&s).await.expect("state"),
+        (SessionState::default(), None),
+        "an unknown session has the empty state"
+    );
+    let first = SessionUpdate {
+        cwd: Some("/w/p".into()),
+        transcript_path: Some("/t/merge.jsonl".into()),
+        origin: Some(Origin::Cron),
+    };
+    store.remember(&s, &first).await.expect("remember");
+    store.stamp(&s, &post_task_id(), t0()).await.expect("stamp");
+    let st = store
+        .remember(
+            &s,
+            &SessionUpdate {
+                cwd: Some("/w/q".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("remember");
+    assert_eq!(st.cwd.as_deref(), Some("/w/q"), "a given field replaces");
+    assert_eq!(
+        (st.transcript_path.as_deref(), st.origin),
+        (Some("/t/merge.jsonl"), Some(Origin::Cron)),
+        "a field not given is kept"
+    );
+    assert_eq!(
+        st.stamps.get(&post_task_id()),
+        Some(&t0()),
+        "remembering keeps the stamps"
+    );
+    assert_eq!(store.state(&s).await.expect("state").0, st, "read back");
+}
+
+/// Of two stamps of one pair, the first wins and the second learns when.
+pub async fn sessions_stamp_is_test_and_set(store: &dyn SessionStore) {
+    let (s, other) = (sid("stamped"), sid("other"));
+    let h = post_task_id();
+    assert_eq!(
+        store.stamp(&s, &h, t0()).await.expect("stamp"),
+        StampResult::Won
+    );
+    assert_eq!(
+        store
+            .stamp(&s, &h, t0() + Duration::seconds(5))
+            .await
+            .expect("stamp"),
+        StampResult::Lost { at: t0() },
+        "a pair is stamped once"
+    );
+    assert_eq!(
+        store.stamp(&other, &h, t0()).await.expect("stamp"),
+        StampResult::Won,
+        "stamps are per session"
+    );
+    let h2 = HookId::parse("second").expect("id");
+    assert_eq!(
+        store.stamp(&s, &h2, t0()).await.expect("stamp"),
+        StampResult::Won,
+        "and per hook"
+    );
+}
+
+/// One run lease per session, taken with the stamp, fenced by run id.
+pub async fn sessions_run_lease(store: &dyn SessionStore) {
+    let s = sid("leased");
+    let a = run_lease("a#1", "post-task", t0());
+    assert_eq!(store.begin_run(&s, &a).await.expect("begin"), Begin::Won);
+    let (st, held) = store.state(&s).await.expect("state");
+    assert_eq!(held.as_ref(), Some(&a), "the lease is kept as given");
+    assert_eq!(
+        st.stamps.get(&a.hook_id),
+        Some(&t0()),
+        "stamped at the lease's start"
+    );
+    let b = run_lease("b#1", "second", t0());
+    assert_eq!(
+        store.begin_run(&s, &b).await.expect("begin"),
+        Begin::Held(a.clone()),
+        "one run per session, whatever the hook"
+    );
+    assert_eq!(
+        store.stamp(&s, &b.hook_id, t0()).await.expect("read"),
+        StampResult::Won,
+        "a refused begin stamps nothing"
+    );
+    let mut renewed = a.clone();
+    renewed.child = Some(ProcessRef { pid: 43, start: 8 });
+    renewed.expires_at = t0() + Duration::seconds(300);
+    assert!(store.update_lease(&s, &renewed).await.expect("update"));
+    assert!(
+        !store.update_lease(&s, &b).await.expect("update"),
+        "another run's lease is not this run's to update"
+    );
+    assert_eq!(
+        store.leases().await.expect("leases"),
+        vec![(s.clone(), renewed.clone())]
+    );
+    store.end_lease(&s, "b#1").await.expect("end");
+    assert!(
+        store.state(&s).await.expect("state").1.is_some(),
+        "ending another run's lease changes nothing"
+    );
+    store.end_lease(&s, "a#1").await.expect("end");
+    assert_eq!(store.state(&s).await.expect("state").1, None);
+    assert!(store.leases().await.expect("leases").is_empty());
+    let again = run_lease("a#2", "post-task", t0() + Duration::seconds(9));
+    assert_eq!(
+        store.begin_run(&s, &again).await.expect("begin"),
+        Begin::Stamped { at: t0() },
+        "a stamped pair never runs again"
+    );
+}
+
+/// Sessions are listed with their state; pruning forgets old ones without a lease or
+/// anything queued, and keeps the others.
+pub async fn sessions_list_and_prune(store: &dyn SessionStore) {
+    let (old, kept, leased) = (sid("p-old"), sid("p-kept"), sid("p-leased"));
+    let h = post_task_id();
+    for s in [&old, &kept] {
+        store.stamp(s, &h, t0()).await.expect("stamp");
+    }
+    store
+        .begin_run(&leased, &run_lease("l#1", "post-task", t0()))
+        .await
+        .expect("begin");
+    let listed = store.sessions().await.expect("sessions");
+    let mut ids: Vec<&str> = listed.iter().map(|r| r.session.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["p-kept", "p-leased", "p-old"]);
+    let l = listed
+        .iter()
+        .find(|r| r.session == leased)
+        .expect("leased listed");
+    assert!(l.lease.is_some() && l.state.stamps.contains_key(&h));
+    // Nothing changed long enough ago: nothing goes.
+    assert!(
+        store
+            .prune(OffsetDateTime::UNIX_EPOCH, &Default::default())
+            .await
+            .expect("prune")
+            .is_empty()
+    );
+    let keep = std::iter::once(kept.clone()).collect();
+    let far = OffsetDateTime::now_utc() + Duration::days(3650);
+    let gone = store.prune(far, &keep).await.expect("prune");
+    assert_eq!(
+        gone,
+        vec![old.clone()],
+        "only the old, unkept, unleased one"
+    );
+    assert!(store.state(&old).await.expect("state").0.stamps.is_empty());
+    assert!(!store.state(&kept).await.expect("state").0.stamps.is_empty());
+    assert!(store.state(&leased).await.expect("state").1.is_some());
+}

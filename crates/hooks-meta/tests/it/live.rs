@@ -121,7 +121,8 @@ fn lease(run: &str, owner: Option<ProcessRef>, host: &str) -> RunLease {
 #[tokio::test]
 async fn the_run_lease_is_a_test_and_set_with_the_stamp_and_judged_by_its_processes() {
     let d = tempfile::tempdir().unwrap();
-    let meta = MetaStore::new(d.path(), d.path()).with_host("here");
+    let meta =
+        MetaStore::new(hooks_core::testing::InMemorySessions::new(), d.path()).with_host("here");
     let s = sid("leased");
     let me = this_process().unwrap();
     let mine = lease("a#1", Some(me), "here");

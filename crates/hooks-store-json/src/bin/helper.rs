@@ -4,6 +4,8 @@
 //! - `enqueue DIR FIRST COUNT`: COUNT enqueues, one write each, of sessions `sFIRST…`;
 //! - `claim DIR OWNER`: claims and completes due entries until none are left, printing
 //!   each claimed session id on its own line;
+//! - `stamp DIR HOOK FIRST COUNT`: stamps (HOOK, `sN`) for N in FIRST..FIRST+COUNT and
+//!   prints `sN won` or `sN lost` for each;
 //! - `create DIR NAME`: creates one hook (with `HOOKS_FAILPOINT=after-temp-write`, dies
 //!   between the temp write and the rename).
 
@@ -13,9 +15,9 @@ use std::pin::pin;
 use std::process::ExitCode;
 use std::task::{Context, Poll, Waker};
 
-use hooks_core::ports::HookStore;
+use hooks_core::ports::{HookStore, SessionStore, StampResult};
 use hooks_core::*;
-use hooks_store_json::JsonStore;
+use hooks_store_json::{JsonStore, SessionFiles};
 use time::{Duration, OffsetDateTime};
 
 /// The store's futures never wait on anything, so polling once completes them.
@@ -69,6 +71,22 @@ fn main() -> ExitCode {
                     }
                 }
             }
+            Some("stamp") => {
+                let files = SessionFiles::new(dir);
+                let hook = HookId::parse(args.get(2).ok_or("HOOK")?).map_err(|e| e.to_string())?;
+                let first: u32 = args.get(3).and_then(|s| s.parse().ok()).ok_or("FIRST")?;
+                let count: u32 = args.get(4).and_then(|s| s.parse().ok()).ok_or("COUNT")?;
+                for i in first..first + count {
+                    let s = SessionId::parse(&format!("s{i}")).map_err(|e| e.to_string())?;
+                    let at = OffsetDateTime::now_utc();
+                    match block_on(SessionStore::stamp(&files, &s, &hook, at))
+                        .map_err(|e| e.to_string())?
+                    {
+                        StampResult::Won => println!("{s} won"),
+                        StampResult::Lost { .. } => println!("{s} lost"),
+                    }
+                }
+            }
             Some("create") => {
                 let name = args.get(2).ok_or("NAME")?;
                 let pf =
@@ -76,7 +94,7 @@ fn main() -> ExitCode {
                 let spec = HookSpec::new(name, pf).map_err(|e| e.to_string())?;
                 block_on(store.create_hook(spec, now)).map_err(|e| e.to_string())?;
             }
-            _ => return Err("usage: enqueue|claim|create DIR …".into()),
+            _ => return Err("usage: enqueue|claim|stamp|create DIR …".into()),
         }
         Ok(())
     };

@@ -13,6 +13,7 @@ use serde_json::Value;
 use time::{Duration, OffsetDateTime};
 
 mod processes;
+mod sessions;
 mod support;
 
 use support::*;

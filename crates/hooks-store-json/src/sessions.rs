@@ -15,9 +15,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
-use hooks_core::ports::{MetaError, StampResult};
+use async_trait::async_trait;
+use hooks_core::ports::{Begin, MetaError, SessionRecord, SessionStore, StampResult};
 use hooks_core::stamp::{self, Timestamp};
 use hooks_core::*;
 use serde::{Deserialize, Serialize};
@@ -102,17 +102,6 @@ impl LeaseDto {
     }
 }
 
-/// What [`SessionFiles::begin_run`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Begin {
-    Won,
-    Stamped {
-        at: Timestamp,
-    },
-    /// A lease is there, live or not: the caller judges it.
-    Held(RunLease),
-}
-
 impl SessionDto {
     /// The lease, if there is one. A lease that cannot be read still holds the session
     /// until it expires: it is shown as a lease of an unknown run that expired at once,
@@ -156,6 +145,12 @@ impl SessionDto {
 #[derive(Debug, Clone)]
 pub struct SessionFiles {
     dir: PathBuf,
+}
+
+/// The session a file in the folder is of, if it is a session file.
+fn session_of(e: &fs::DirEntry) -> Option<SessionId> {
+    let name = e.file_name();
+    SessionId::parse(name.to_str()?.strip_suffix(".json")?).ok()
 }
 
 fn io(path: &Path, what: &str, e: &std::io::Error) -> MetaError {
@@ -368,11 +363,7 @@ impl SessionFiles {
         };
         let mut out = Vec::new();
         for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(id) = name
-                .strip_suffix(".json")
-                .and_then(|s| SessionId::parse(s).ok())
-            else {
+            let Some(id) = session_of(&e) else {
                 continue;
             };
             let Ok(bytes) = fs::read(e.path()) else {
@@ -412,25 +403,23 @@ impl SessionFiles {
         Ok(StampResult::Won)
     }
 
-    /// Removes session files not changed for `older_than` whose session has nothing
-    /// pending. The only way a stamp ever goes. Returns the sessions removed.
+    /// Removes session files not changed since `before` whose session is not in `keep`
+    /// and holds no lease. The only way a stamp ever goes. Returns the sessions removed.
     pub fn prune(
         &self,
-        older_than: std::time::Duration,
+        before: Timestamp,
         keep: &HashSet<SessionId>,
     ) -> Result<Vec<SessionId>, MetaError> {
         let _lock = self.lock()?;
-        let cutoff = SystemTime::now()
-            .checked_sub(older_than)
-            .unwrap_or(SystemTime::UNIX_EPOCH);
+        let cutoff = std::time::SystemTime::from(before);
         let mut removed = Vec::new();
-        let rd = fs::read_dir(&self.dir).map_err(|e| io(&self.dir, "list", &e))?;
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
+            Err(e) => return Err(io(&self.dir, "list", &e)),
+        };
         for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            let Some(id) = name
-                .strip_suffix(".json")
-                .and_then(|s| SessionId::parse(s).ok())
-            else {
+            let Some(id) = session_of(&e) else {
                 continue;
             };
             let old = e
@@ -447,6 +436,29 @@ impl SessionFiles {
         Ok(removed)
     }
 
+    /// Every session file that reads, with its state and lease.
+    pub fn all(&self) -> Result<Vec<SessionRecord>, MetaError> {
+        let rd = match fs::read_dir(&self.dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(&self.dir, "list", &e)),
+        };
+        let mut out = Vec::new();
+        for e in rd.flatten() {
+            let Some(id) = session_of(&e) else {
+                continue;
+            };
+            let d = self.read_dto(&id)?;
+            out.push(SessionRecord {
+                state: d.to_state(),
+                lease: d.lease(),
+                session: id,
+            });
+        }
+        out.sort_by(|a, b| a.session.cmp(&b.session));
+        Ok(out)
+    }
+
     /// How many session files there are.
     pub fn count(&self) -> usize {
         fs::read_dir(&self.dir).map_or(0, |rd| {
@@ -454,5 +466,52 @@ impl SessionFiles {
                 .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
                 .count()
         })
+    }
+}
+
+#[async_trait]
+impl SessionStore for SessionFiles {
+    async fn state(
+        &self,
+        session: &SessionId,
+    ) -> Result<(SessionState, Option<RunLease>), MetaError> {
+        self.read_with_lease(session)
+    }
+    async fn remember(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+    ) -> Result<SessionState, MetaError> {
+        SessionFiles::remember(self, session, update)
+    }
+    async fn stamp(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        at: Timestamp,
+    ) -> Result<StampResult, MetaError> {
+        SessionFiles::stamp(self, session, hook, at)
+    }
+    async fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError> {
+        SessionFiles::begin_run(self, session, lease)
+    }
+    async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
+        SessionFiles::update_lease(self, session, lease)
+    }
+    async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
+        SessionFiles::end_lease(self, session, run_id)
+    }
+    async fn leases(&self) -> Result<Vec<(SessionId, RunLease)>, MetaError> {
+        SessionFiles::leases(self)
+    }
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, MetaError> {
+        self.all()
+    }
+    async fn prune(
+        &self,
+        before: Timestamp,
+        keep: &HashSet<SessionId>,
+    ) -> Result<Vec<SessionId>, MetaError> {
+        SessionFiles::prune(self, before, keep)
     }
 }
