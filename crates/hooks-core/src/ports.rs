@@ -46,6 +46,30 @@ pub struct Snapshot {
     pub pending: Vec<PendingEntry>,
 }
 
+/// What a scheduler needs of the queue between passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct QueueSummary {
+    /// Whether anything is queued at all.
+    pub any_pending: bool,
+    /// When some entry may next become claimable ([`crate::queue::next_wake`]).
+    pub next_wake: Option<Timestamp>,
+    /// Whether some entry waits for a conversation to be closed.
+    pub open_waits: bool,
+}
+
+impl QueueSummary {
+    /// The summary of a queue read whole.
+    pub fn of(pending: &[PendingEntry], now: Timestamp) -> Self {
+        Self {
+            any_pending: !pending.is_empty(),
+            next_wake: crate::queue::next_wake(pending, now),
+            open_waits: pending
+                .iter()
+                .any(|p| p.waiting.as_ref().is_some_and(|w| w.open)),
+        }
+    }
+}
+
 /// What finishing an entry records on its hook.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookRecord {
@@ -64,6 +88,9 @@ pub trait HookStore: Send + Sync {
     /// Creates a hook whose id is the slug of its name, made unique.
     async fn create_hook(&self, spec: HookSpec, now: Timestamp) -> Result<Hook, StoreError>;
     async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, StoreError>;
+    /// Writes a whole hook as given (its id, status and history too), replacing the hook
+    /// with its id: for copying between stores.
+    async fn import_hook(&self, hook: &Hook) -> Result<(), StoreError>;
     /// Deletes a hook and its queued entries; returns how many entries were dropped.
     async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError>;
     /// Adds entries in one write; a (hook, session) pair already queued is refused.
@@ -132,6 +159,11 @@ pub trait HookStore: Send + Sync {
     async fn append_run(&self, run: &RunRecord) -> Result<(), StoreError>;
     /// Run-log lines matching `filter`, oldest first.
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;
+    /// What a scheduler needs between passes. The default reads the whole queue; a store
+    /// with indexes answers without.
+    async fn summary(&self, now: Timestamp) -> Result<QueueSummary, StoreError> {
+        Ok(QueueSummary::of(&self.snapshot().await?.pending, now))
+    }
     /// The store's daily budget, if one is set.
     async fn budget(&self) -> Result<Option<crate::cost::Budget>, StoreError>;
     /// Sets the daily budget, or removes it with `None`.

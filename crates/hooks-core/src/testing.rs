@@ -101,6 +101,10 @@ impl HookStore for InMemoryStore {
         patch.apply(h);
         Ok(h.clone())
     }
+    async fn import_hook(&self, hook: &Hook) -> Result<(), StoreError> {
+        lock(&self.0).hooks.insert(hook.id.clone(), hook.clone());
+        Ok(())
+    }
     async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError> {
         let mut s = lock(&self.0);
         s.hooks

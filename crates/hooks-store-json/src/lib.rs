@@ -571,6 +571,13 @@ impl HookStore for JsonStore {
         })
     }
 
+    async fn import_hook(&self, hook: &Hook) -> Result<(), StoreError> {
+        self.change(|s| {
+            s.put_hook(hook)?;
+            Ok(((), true))
+        })
+    }
+
     async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError> {
         self.change(|s| {
             s.file

@@ -7,8 +7,11 @@
 //!   for the real CLI: streamed replies with usage, a tool call on demand, or no answer.
 //! - [`ClaudeEnv`]: a scratch `HOME`/`CLAUDE_CONFIG_DIR` with a dummy key, pointed at a mock.
 //! - [`leftover_processes`]: the processes still running with a test's marker.
+//! - [`pg`]: a fresh database on a PostgreSQL server, private to the test process unless
+//!   `HOOKS_TEST_DATABASE_URL` names one.
 
 pub mod http;
+pub mod pg;
 mod mock;
 mod tui;
 
