@@ -9,6 +9,7 @@ mod flow;
 mod install;
 mod interactive;
 mod ondemand;
+mod postgres;
 mod reliability;
 mod support;
 mod tour;

@@ -9,9 +9,11 @@ use crate::support::*;
 
 #[test]
 fn four_processes_notify_1000_sessions_and_lose_none() {
-    let app = App::fake();
+    notify_1000_from_4_processes(&App::fake());
+}
+
+pub fn notify_1000_from_4_processes(app: &App) {
     app.ok(&["init"]);
-    let app = &app;
     thread::scope(|s| {
         for p in 0..4 {
             s.spawn(move || {
@@ -37,7 +39,7 @@ fn four_processes_notify_1000_sessions_and_lose_none() {
     );
 }
 
-fn queue_due(app: &App, n: usize) -> Vec<String> {
+pub fn queue_due(app: &App, n: usize) -> Vec<String> {
     app.ok(&["init"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
     (0..n)
@@ -60,8 +62,11 @@ fn queue_due(app: &App, n: usize) -> Vec<String> {
 
 #[test]
 fn four_concurrent_ticks_run_each_of_200_sessions_exactly_once() {
-    let app = App::fake();
-    let sessions = queue_due(&app, 200);
+    ticks_4_over_200(&App::fake());
+}
+
+pub fn ticks_4_over_200(app: &App) {
+    let sessions = queue_due(app, 200);
     let ticks: Vec<_> = (0..4)
         .map(|_| app.spawn(&["tick", "--quiet-period", "0", "--concurrency", "8"]))
         .collect();
@@ -90,8 +95,11 @@ fn four_concurrent_ticks_run_each_of_200_sessions_exactly_once() {
 
 #[test]
 fn kill_9_of_serve_during_a_run_loses_nothing_and_repeats_nothing() {
-    let app = App::fake();
-    queue_due(&app, 1);
+    kill_9_mid_run(&App::fake());
+}
+
+pub fn kill_9_mid_run(app: &App) {
+    queue_due(app, 1);
     let mut serve = app
         .cmd(&["serve", "--quiet-period", "0", "--claim-ttl", "3"])
         .env("FAKE_HANG", "1")

@@ -14,6 +14,11 @@ pub struct App {
     pub env: ClaudeEnv,
     pub proj: PathBuf,
     pub claude: PathBuf,
+    /// `--store` for every command (`HOOKS_STORE`); the JSON store in the data folder
+    /// when `None`.
+    pub store: Option<String>,
+    /// `--host-id` for every command (`HOOKS_HOST_ID`).
+    pub host_id: Option<String>,
 }
 
 impl App {
@@ -27,6 +32,8 @@ impl App {
             env,
             proj,
             claude: claude_bin(),
+            store: None,
+            host_id: None,
         }
     }
 
@@ -57,7 +64,26 @@ impl App {
             env,
             proj,
             claude,
+            store: None,
+            host_id: None,
         }
+    }
+
+    /// With a fake `claude`, on a fresh PostgreSQL database.
+    pub fn fake_pg() -> Self {
+        Self::fake().on_store(&hooks_testkit::pg::database())
+    }
+
+    /// The same, on the store `url`.
+    pub fn on_store(mut self, url: &str) -> Self {
+        self.store = Some(url.to_owned());
+        self
+    }
+
+    /// The same, as host `id` of a shared store.
+    pub fn for_host(mut self, id: &str) -> Self {
+        self.host_id = Some(id.to_owned());
+        self
     }
 
     pub fn data_dir(&self) -> PathBuf {
@@ -109,6 +135,15 @@ impl App {
         c.env("HOOKS_CLAUDE_BIN", &self.claude)
             .env_remove("HOOKS_DATA_DIR")
             .env_remove("HOOKS_WORKSPACE");
+        for (var, value) in [
+            ("HOOKS_STORE", &self.store),
+            ("HOOKS_HOST_ID", &self.host_id),
+        ] {
+            match value {
+                Some(v) => c.env(var, v),
+                None => c.env_remove(var),
+            };
+        }
         c.args(args).current_dir(&self.proj).stdin(Stdio::null());
         c
     }

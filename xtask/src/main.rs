@@ -219,6 +219,7 @@ fn layering() -> Result<(), String> {
     }
     let adapters = [
         "hooks-store-json",
+        "hooks-store-postgres",
         "hooks-meta",
         "hooks-runner-claude",
         "hooks-runner-webhook",
@@ -236,6 +237,7 @@ fn layering() -> Result<(), String> {
     for pkg in [
         "hooks-core",
         "hooks-store-json",
+        "hooks-store-postgres",
         "hooks-meta",
         "hooks-runner-claude",
         "hooks-runner-webhook",
@@ -249,6 +251,42 @@ fn layering() -> Result<(), String> {
                 "{pkg} has a test-only crate among its normal dependencies"
             ));
         }
+    }
+    // Only the composition root names adapters: the rest of the app works through ports.
+    let app_src = root().join("crates/hooks-app/src");
+    let adapter_names = [
+        "hooks_store_json",
+        "hooks_store_postgres",
+        "hooks_meta::MetaStore",
+        "hooks_runner_claude",
+        "hooks_runner_webhook",
+        "JsonStore",
+        "PgStore",
+        "SessionFiles",
+        "ClaudeRunner",
+        "WebhookRunner",
+    ];
+    let mut naming = Vec::new();
+    for entry in std::fs::read_dir(&app_src)
+        .map_err(|e| e.to_string())?
+        .flatten()
+    {
+        let path = entry.path();
+        if path.file_name().is_some_and(|n| n == "context.rs")
+            || path.extension().is_none_or(|x| x != "rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+        for name in adapter_names.iter().filter(|n| text.contains(*n)) {
+            naming.push(format!("{} names {name}", path.display()));
+        }
+    }
+    if !naming.is_empty() {
+        return Err(format!(
+            "only hooks-app's context.rs picks adapters, but {}",
+            naming.join("; ")
+        ));
     }
     eprintln!("xtask: layering ok (hooks-core: {})", core.join(", "));
     Ok(())

@@ -62,7 +62,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
         .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
-    if std::env::var_os(hooks_runner_claude::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os(crate::context::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
         // A follow-up's own Stop or SessionEnd: the app started that run.
         return Ok(());
     }

@@ -92,6 +92,19 @@ pub struct Global {
         value_name = "PATH"
     )]
     pub runner_token_file: Option<PathBuf>,
+    /// Where hooks, the queue, session state and the run log live: json:DIR, or a
+    /// postgres:// URL (or @FILE holding one) [default: json: in the data folder]
+    #[arg(long, global = true, env = "HOOKS_STORE", value_name = "URL")]
+    pub store: Option<String>,
+    /// This host's id in a shared store: entries queued here are fired here [default: the hostname]
+    #[arg(long, global = true, env = "HOOKS_HOST_ID", value_name = "ID")]
+    pub host_id: Option<String>,
+    /// Fire entries queued on any host (a Claude home on shared storage)
+    #[arg(long, global = true, env = "HOOKS_ANY_HOST")]
+    pub any_host: bool,
+    /// Poll the store for changes instead of listening (PostgreSQL behind a pooler in transaction mode)
+    #[arg(long, global = true, env = "HOOKS_STORE_POLL")]
+    pub store_poll: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -166,6 +179,9 @@ pub enum Command {
     Install(InstallArgs),
     /// Remove the claude-hook entries from Claude Code's settings.json
     Uninstall(UninstallArgs),
+    /// Bring the store's schema up to date, or copy everything between stores
+    #[command(subcommand)]
+    Store(StoreCmd),
     /// Remove session files older than DAYS with nothing pending (the only way a stamp goes)
     Prune {
         #[arg(long, value_name = "DAYS")]
@@ -187,6 +203,25 @@ pub enum Command {
     /// Print the man page (roff); `cargo xtask man` writes it to target/man/
     #[command(hide = true)]
     Man,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCmd {
+    /// Apply the schema migrations the store lacks (safe to run from several hosts at once)
+    Migrate,
+    /// Copy hooks, history, the queue, stamps, session state, the budget and the run log
+    /// from one store to another; running it again changes nothing
+    Copy {
+        /// The store to read: json:DIR or a postgres:// URL (or @FILE)
+        #[arg(long, value_name = "URL")]
+        from: String,
+        /// The store to write, which must hold nothing else unless --merge
+        #[arg(long, value_name = "URL")]
+        to: String,
+        /// Add to a store that holds other data: what it has is kept, what it lacks is added
+        #[arg(long)]
+        merge: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

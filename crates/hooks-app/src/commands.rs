@@ -76,6 +76,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
         Command::Install(a) => install::install(&ctx, &a)?,
         Command::Uninstall(a) => install::uninstall(&ctx, &a)?,
+        Command::Store(cmd) => crate::storecmd::run(&ctx, cmd)?,
         Command::Prune { older_than } => prune(&ctx, older_than)?,
         Command::Tick(a) => return daemon::tick(&ctx, &a),
         Command::Serve(a) => return daemon::serve(&ctx, &a),

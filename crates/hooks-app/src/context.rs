@@ -12,6 +12,10 @@ use hooks_meta::MetaStore;
 use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
 use hooks_runner_webhook::{WebhookConfig, WebhookRunner};
 use hooks_store_json::{JsonStore, SessionFiles};
+use hooks_store_postgres::{PgOptions, PgStore};
+
+/// Set in a follow-up's environment: its own Stop must not queue it again.
+pub use hooks_runner_claude::FOLLOW_UP_ENV;
 
 use crate::cli::Global;
 use crate::prompts::FilePrompts;
@@ -31,6 +35,75 @@ pub struct Context {
     pub done_marker: String,
     /// What resumes conversations.
     pub runner: RunnerChoice,
+    /// Where hooks, the queue and session state live.
+    pub store: StoreChoice,
+    /// This host's id in a shared store.
+    pub host_id: String,
+    pub host_id_explicit: bool,
+    /// Fire entries queued on any host.
+    pub any_host: bool,
+    /// Poll the store rather than listen for its changes.
+    pub store_poll: bool,
+}
+
+/// The store adapter chosen, with what it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The JSON file store in a folder; `explicit` when chosen by `--store json:DIR`.
+    Json { dir: PathBuf, explicit: bool },
+    /// PostgreSQL; `arg` is the option as given (the URL, or `@FILE` holding it).
+    Postgres { url: String, arg: String },
+}
+
+impl StoreChoice {
+    /// Reads `--store`: `json:DIR`, a `postgres://` URL, or `@FILE` holding either.
+    pub fn parse(arg: &str) -> AppResult<Self> {
+        let rule = "must be json:DIR, a postgres:// URL, or @FILE holding one";
+        let text = match arg.strip_prefix('@') {
+            Some(file) => {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    AppError::invalid(format!("store: {rule}: could not read {file}: {e}"))
+                })?;
+                let line = text.trim().to_owned();
+                if line.is_empty() || line.contains('\n') || line.starts_with('@') {
+                    return Err(AppError::invalid(format!(
+                        "store: {rule}: {file} must hold one line, a store URL"
+                    )));
+                }
+                line
+            }
+            None => arg.trim().to_owned(),
+        };
+        if let Some(dir) = text.strip_prefix("json:") {
+            if dir.is_empty() {
+                return Err(AppError::invalid(format!(
+                    "store: {rule} (json: needs a folder)"
+                )));
+            }
+            return Ok(StoreChoice::Json {
+                dir: absolute(Path::new(dir))?,
+                explicit: true,
+            });
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(StoreChoice::Postgres {
+                url: text,
+                arg: arg.trim().to_owned(),
+            });
+        }
+        Err(AppError::invalid(format!(
+            "store: {rule} (got {:?})",
+            hooks_store_postgres::redact(&text)
+        )))
+    }
+
+    /// The store for people: a folder, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreChoice::Json { dir, .. } => format!("json:{}", dir.display()),
+            StoreChoice::Postgres { url, .. } => hooks_store_postgres::redact(url),
+        }
+    }
 }
 
 /// The store through its ports: its data, the sessions' durable state kept beside it, and
@@ -40,6 +113,8 @@ pub struct Store {
     pub data: Arc<dyn HookStore>,
     pub sessions: Arc<dyn SessionStore>,
     pub signals: Arc<dyn StoreSignals>,
+    /// The store's clock less this host's: a shared store's time is the one that counts.
+    pub clock_offset: time::Duration,
 }
 
 impl std::ops::Deref for Store {
@@ -108,6 +183,24 @@ impl Context {
                 RunnerChoice::Webhook { url, token_file }
             }
         };
+        let store = match g.store.as_deref().filter(|s| !s.trim().is_empty()) {
+            Some(arg) => StoreChoice::parse(arg)?,
+            None => StoreChoice::Json {
+                dir: data_dir.clone(),
+                explicit: false,
+            },
+        };
+        let host_id = match g.host_id.as_deref().map(str::trim) {
+            Some(h) if !h.is_empty() => {
+                if h.len() > 253 || h.chars().any(|c| c.is_control() || c.is_whitespace()) {
+                    return Err(AppError::invalid(format!(
+                        "hostId: must be up to 253 characters without spaces (got {h:?})"
+                    )));
+                }
+                h.to_owned()
+            }
+            _ => host_name(),
+        };
         Ok(Self {
             data_dir,
             data_dir_explicit,
@@ -116,27 +209,84 @@ impl Context {
             claude_bin,
             done_marker,
             runner,
+            store,
+            host_id_explicit: g.host_id.as_deref().is_some_and(|h| !h.trim().is_empty()),
+            host_id,
+            any_host: g.any_host,
+            store_poll: g.store_poll,
         })
     }
 
-    /// The store (the JSON file in the data folder, seeded on first use), as the ports
-    /// see it.
+    /// The store chosen (seeded on first use: a new JSON file, a new database's schema),
+    /// as the ports see it.
     pub fn open_store(&self) -> AppResult<Store> {
-        let json = Arc::new(JsonStore::open(&self.data_dir, SystemClock.now())?);
-        Ok(Store {
-            data: json.clone(),
-            sessions: Arc::new(SessionFiles::new(&self.data_dir)),
-            signals: json,
-        })
+        self.open(&self.store, true)
     }
 
-    /// The store only if it exists already: nothing is created or seeded.
+    /// The store only if it exists already: nothing is created, seeded or migrated.
     pub fn existing_store(&self) -> AppResult<Store> {
-        let json = Arc::new(JsonStore::open_existing(&self.data_dir)?);
-        Ok(Store {
-            data: json.clone(),
-            sessions: Arc::new(SessionFiles::new(&self.data_dir)),
-            signals: json,
+        self.open(&self.store, false)
+    }
+
+    /// Applies the schema migrations a database store lacks: the versions applied and the
+    /// version it is at. A JSON store has none (its file is brought up to date as written).
+    pub fn migrate_store(&self) -> AppResult<(Vec<i32>, i32)> {
+        match &self.store {
+            StoreChoice::Json { .. } => Ok((Vec::new(), 0)),
+            StoreChoice::Postgres { url, .. } => {
+                let pg = PgStore::connect(self.pg_options(url))?;
+                let applied = pg.migrate()?;
+                Ok((applied, pg.schema_version()?.0))
+            }
+        }
+    }
+
+    fn pg_options(&self, url: &str) -> PgOptions {
+        PgOptions {
+            any_host: self.any_host,
+            listen: !self.store_poll,
+            ..PgOptions::new(url, &self.host_id)
+        }
+    }
+
+    /// Opens any store; with `create`, a new one is seeded (or migrated).
+    pub fn open(&self, choice: &StoreChoice, create: bool) -> AppResult<Store> {
+        Ok(match choice {
+            StoreChoice::Json { dir, .. } => {
+                let json = Arc::new(if create {
+                    JsonStore::open(dir, SystemClock.now())?
+                } else {
+                    JsonStore::open_existing(dir)?
+                });
+                Store {
+                    data: json.clone(),
+                    sessions: Arc::new(SessionFiles::new(dir)),
+                    signals: json,
+                    clock_offset: time::Duration::ZERO,
+                }
+            }
+            StoreChoice::Postgres { url, .. } => {
+                let pg = if create {
+                    PgStore::open(self.pg_options(url))?
+                } else {
+                    let pg = PgStore::connect(self.pg_options(url))?;
+                    let (have, _) = pg.schema_version()?;
+                    if have == 0 {
+                        return Err(AppError::runtime(format!(
+                            "{}: the database has no hooks-app tables yet: run `hooks-app store migrate`",
+                            pg.location()
+                        )));
+                    }
+                    pg
+                };
+                let pg = Arc::new(pg);
+                Store {
+                    clock_offset: pg.clock_offset(),
+                    data: pg.clone(),
+                    sessions: pg.clone(),
+                    signals: pg,
+                }
+            }
         })
     }
 
@@ -176,9 +326,70 @@ impl Context {
             meta: Arc::new(self.meta(&store)),
             runner,
             prompts: Arc::new(FilePrompts::new(&self.workspace)),
-            clock: Arc::new(SystemClock),
+            clock: Arc::new(StoreClock(store.clock_offset)),
         };
         Ok((Service::new(ports, config), store))
+    }
+
+    /// The options that pass this context's choices on to another hooks-app: the runner,
+    /// and the store where it was chosen (a URL with a password only by its file).
+    pub fn child_args(&self) -> Vec<String> {
+        let mut a = self.runner_args();
+        match &self.store {
+            StoreChoice::Json {
+                explicit: false, ..
+            } => {}
+            StoreChoice::Json { dir, .. } => {
+                a.push("--store".into());
+                a.push(format!("json:{}", dir.display()));
+            }
+            // A URL with a password is passed on by the environment only.
+            StoreChoice::Postgres { arg, url } => {
+                if arg.starts_with('@') || hooks_store_postgres::redact(url) == *url {
+                    a.push("--store".into());
+                    a.push(arg.clone());
+                }
+            }
+        }
+        if self.host_id_explicit {
+            a.push("--host-id".into());
+            a.push(self.host_id.clone());
+        }
+        if self.any_host {
+            a.push("--any-host".into());
+        }
+        if self.store_poll {
+            a.push("--store-poll".into());
+        }
+        a
+    }
+
+    /// `HOOKS_STORE` for a child, when the store's URL carries a password.
+    pub fn store_secret_env(&self) -> Option<(&'static str, String)> {
+        match &self.store {
+            StoreChoice::Postgres { url, arg }
+                if !arg.starts_with('@') && hooks_store_postgres::redact(url) != *url =>
+            {
+                Some(("HOOKS_STORE", url.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Refuses to write a store password where others may read it (Claude Code's settings,
+    /// a service unit): such a URL is to be given as `--store @FILE`.
+    pub fn check_store_secret(&self) -> AppResult {
+        match &self.store {
+            StoreChoice::Postgres { url, arg }
+                if !arg.starts_with('@') && hooks_store_postgres::redact(url) != *url =>
+            {
+                Err(AppError::invalid(
+                    "store: the URL carries a password, which would be written into a settings file: \
+                     put the URL in a file only you can read and pass --store @FILE",
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The runner options that pass this choice on to another hooks-app: the token only
@@ -217,7 +428,8 @@ impl Context {
             cmd.push_str(" --done-marker ");
             cmd.push_str(&shell_quote(&self.done_marker));
         }
-        for a in self.runner_args() {
+        self.check_store_secret()?;
+        for a in self.child_args() {
             cmd.push(' ');
             cmd.push_str(&shell_quote(&a));
         }
@@ -264,6 +476,19 @@ pub fn webhook_token(file: Option<&Path>) -> AppResult<Option<String>> {
         ));
     }
     Ok(token)
+}
+
+/// The system clock moved by a shared store's offset: the store's time.
+pub struct StoreClock(pub time::Duration);
+
+impl Clock for StoreClock {
+    fn now(&self) -> Timestamp {
+        SystemClock.now() + self.0
+    }
+
+    fn day(&self, zone: Option<&str>, at: Timestamp) -> Result<hooks_core::cost::Day, String> {
+        SystemClock.day(zone, at)
+    }
 }
 
 /// The system clock, in UTC; days in the tz database's zones (`/usr/share/zoneinfo`).
@@ -459,6 +684,14 @@ mod runner_tests {
             claude_bin: "claude".into(),
             done_marker: "DONE".into(),
             runner: RunnerChoice::Claude,
+            store: StoreChoice::Json {
+                dir: "/d".into(),
+                explicit: false,
+            },
+            host_id: "h".into(),
+            host_id_explicit: false,
+            any_host: false,
+            store_poll: false,
         };
         assert!(ctx.runner_args().is_empty());
         ctx.runner = RunnerChoice::Webhook {
@@ -483,5 +716,95 @@ mod runner_tests {
             ),
             "{cmd}"
         );
+    }
+}
+
+#[cfg(test)]
+mod store_tests {
+    use super::*;
+
+    fn ctx(store: StoreChoice) -> Context {
+        Context {
+            data_dir: "/d".into(),
+            data_dir_explicit: false,
+            workspace: "/w".into(),
+            claude_home: "/c".into(),
+            claude_bin: "claude".into(),
+            done_marker: "DONE".into(),
+            runner: RunnerChoice::Claude,
+            store,
+            host_id: "h".into(),
+            host_id_explicit: false,
+            any_host: false,
+            store_poll: false,
+        }
+    }
+
+    #[test]
+    fn store_urls_are_read_and_bad_ones_named() {
+        assert_eq!(
+            StoreChoice::parse("json:/srv/hooks").unwrap(),
+            StoreChoice::Json {
+                dir: "/srv/hooks".into(),
+                explicit: true
+            }
+        );
+        let pg = StoreChoice::parse("postgresql://u@db:5432/hooks?sslmode=require").unwrap();
+        assert!(matches!(pg, StoreChoice::Postgres { .. }));
+        for bad in ["json:", "mysql://x", "hooks.json", "@/nonexistent/file"] {
+            let e = StoreChoice::parse(bad).unwrap_err().message;
+            assert!(
+                e.starts_with("store: must be json:DIR, a postgres:// URL"),
+                "{bad}: {e}"
+            );
+        }
+        let e = StoreChoice::parse("redis://u:secret@x")
+            .unwrap_err()
+            .message;
+        assert!(!e.contains("secret"), "a password is never echoed: {e}");
+    }
+
+    #[test]
+    fn a_store_travels_to_children_but_a_password_only_by_file_or_environment() {
+        let mut c = ctx(StoreChoice::parse("postgres://app@db/hooks").unwrap());
+        c.host_id_explicit = true;
+        c.any_host = true;
+        assert_eq!(
+            c.child_args(),
+            [
+                "--store",
+                "postgres://app@db/hooks",
+                "--host-id",
+                "h",
+                "--any-host"
+            ]
+        );
+        assert!(
+            c.self_command()
+                .unwrap()
+                .contains(" --store postgres://app@db/hooks")
+        );
+        assert_eq!(c.store_secret_env(), None);
+
+        let c = ctx(StoreChoice::parse("postgres://app:s3cret@db/hooks").unwrap());
+        assert!(c.child_args().is_empty(), "not on a command line");
+        assert_eq!(
+            c.store_secret_env(),
+            Some(("HOOKS_STORE", "postgres://app:s3cret@db/hooks".to_owned()))
+        );
+        let e = c.self_command().unwrap_err().message;
+        assert!(
+            e.starts_with("store: the URL carries a password") && e.contains("--store @FILE"),
+            "{e}"
+        );
+
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("url");
+        std::fs::write(&f, "postgres://app:s3cret@db/hooks\n").unwrap();
+        let arg = format!("@{}", f.display());
+        let c = ctx(StoreChoice::parse(&arg).unwrap());
+        assert_eq!(c.child_args(), ["--store", arg.as_str()]);
+        assert!(c.self_command().is_ok());
+        assert_eq!(c.store.describe(), "postgres://app:***@db/hooks");
     }
 }

@@ -334,17 +334,14 @@ impl Loop {
         }
     }
 
-    /// When the next entry may become claimable, read from the store; notes whether any
+    /// When the next entry may become claimable, asked of the store; notes whether any
     /// entry waits for an open conversation.
     async fn next_wake(&mut self) -> Option<Timestamp> {
-        match self.store.snapshot().await {
+        match self.store.summary(self.svc.now()).await {
             Ok(s) => {
-                self.open_waits = s
-                    .pending
-                    .iter()
-                    .any(|p| p.waiting.as_ref().is_some_and(|w| w.open));
-                self.pending = s.pending.len();
-                queue::next_wake(&s.pending, self.svc.now())
+                self.open_waits = s.open_waits;
+                self.pending = usize::from(s.any_pending);
+                s.next_wake
             }
             Err(e) => {
                 error!(error = %e, "reading the store failed");
@@ -462,8 +459,9 @@ impl Loop {
                     recheck = true;
                 }
                 _ = poll.tick(), if self.mode == Mode::Serve && deadline.is_none() => {
+                    // A store that cannot say cheaply whether it changed is looked at anew.
                     let now_sig = self.store.signals.fingerprint();
-                    if now_sig != sig {
+                    if now_sig.is_none() || now_sig != sig {
                         sig = now_sig;
                         recheck = true;
                     }

@@ -17,6 +17,7 @@ mod prices;
 mod prompts;
 mod shapes;
 mod spend;
+mod storecmd;
 
 use std::process::ExitCode;
 

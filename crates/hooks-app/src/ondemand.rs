@@ -106,7 +106,9 @@ pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
         .arg(&ctx.workspace)
         .arg("--done-marker")
         .arg(&ctx.done_marker)
-        .args(ctx.runner_args())
+        .args(ctx.child_args())
+        // A store URL with a password goes by the environment, never a command line.
+        .envs(ctx.store_secret_env())
         .args(["serve", "--on-demand", "--idle-exit"])
         .arg(cfg.idle_exit.to_string())
         .current_dir(&ctx.data_dir)
@@ -270,6 +272,7 @@ pub fn disable_command(unit: &Path) -> String {
 pub fn unit_text(ctx: &Context) -> AppResult<String> {
     let exe = std::env::current_exe()
         .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
+    ctx.check_store_secret()?;
     let mut args = vec![
         exe.to_string_lossy().into_owned(),
         "--data-dir".into(),
@@ -279,7 +282,7 @@ pub fn unit_text(ctx: &Context) -> AppResult<String> {
         "--workspace".into(),
         ctx.workspace.to_string_lossy().into_owned(),
     ];
-    args.extend(ctx.runner_args());
+    args.extend(ctx.child_args());
     args.push("serve".into());
     Ok(if cfg!(target_os = "macos") {
         let items: String = args

@@ -353,7 +353,9 @@ pub fn session_from_row(r: &Row) -> (SessionState, Option<RunLease>) {
     let state = SessionState {
         cwd: r.get(1),
         transcript_path: r.get(2),
-        origin: r.get::<_, Option<&str>>(3).and_then(|o| Origin::parse(o).ok()),
+        origin: r
+            .get::<_, Option<&str>>(3)
+            .and_then(|o| Origin::parse(o).ok()),
         stamps: Default::default(),
     };
     let lease = r.get::<_, Option<String>>(4).map(|run_id| {

@@ -208,7 +208,11 @@ impl Inner {
         let client = match idle {
             Some(c) if !c.is_closed() => c,
             _ => self.connect().await.map_err(|e| {
-                StoreError::Io(format!("could not connect to {}: {}", self.location, describe(&e)))
+                StoreError::Io(format!(
+                    "could not connect to {}: {}",
+                    self.location,
+                    describe(&e)
+                ))
             })?,
         };
         Ok(Conn {
@@ -307,7 +311,10 @@ impl PgStore {
     }
 
     /// Runs `f` on the store's runtime and waits for it from any runtime.
-    fn run<T, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F, Fut>
+    fn run<T, F, Fut>(
+        &self,
+        f: F,
+    ) -> impl Future<Output = Result<T, StoreError>> + Send + use<T, F, Fut>
     where
         T: Send + 'static,
         F: FnOnce(Arc<Inner>) -> Fut,
@@ -382,8 +389,8 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, Tls), StoreError> {
             let mut roots = rustls::RootCertStore::empty();
             roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
             if let Some(path) = root_cert {
-                let pem = std::fs::read(&path)
-                    .map_err(|e| bad(format!("sslrootcert {path}: {e}")))?;
+                let pem =
+                    std::fs::read(&path).map_err(|e| bad(format!("sslrootcert {path}: {e}")))?;
                 let mut added = 0;
                 for cert in rustls::pki_types::pem::PemObject::pem_slice_iter(&pem) {
                     let cert: rustls::pki_types::CertificateDer<'static> =
@@ -479,7 +486,10 @@ impl HookStore for PgStore {
                 .await
                 .map_err(db)?;
             let hooks = tx
-                .query(&format!("SELECT {HOOK_COLUMNS} FROM hooks ORDER BY position"), &[])
+                .query(
+                    &format!("SELECT {HOOK_COLUMNS} FROM hooks ORDER BY position"),
+                    &[],
+                )
                 .await
                 .map_err(db)?
                 .iter()
@@ -569,7 +579,10 @@ impl HookStore for PgStore {
             let mut c = inner.conn().await?;
             let tx = c.transaction().await.map_err(db)?;
             if tx
-                .query_opt("SELECT 1 FROM hooks WHERE id = $1 FOR UPDATE", &[&id.as_str()])
+                .query_opt(
+                    "SELECT 1 FROM hooks WHERE id = $1 FOR UPDATE",
+                    &[&id.as_str()],
+                )
                 .await
                 .map_err(db)?
                 .is_none()
@@ -814,7 +827,11 @@ impl HookStore for PgStore {
                 )
                 .await
                 .map_err(db)?;
-            if n == 1 { Ok(()) } else { Err(fence_error(&c, &key).await) }
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(fence_error(&c, &key).await)
+            }
         })
         .await
     }
@@ -1005,7 +1022,11 @@ impl HookStore for PgStore {
                          VALUES (true, $1, $2, $3) ON CONFLICT (only_row) DO UPDATE SET \
                          daily_usd = EXCLUDED.daily_usd, time_zone = EXCLUDED.time_zone, \
                          when_reached = EXCLUDED.when_reached",
-                        &[&b.daily.usd().unwrap_or(0.0), &b.time_zone, &b.when_reached.as_str()],
+                        &[
+                            &b.daily.usd().unwrap_or(0.0),
+                            &b.time_zone,
+                            &b.when_reached.as_str(),
+                        ],
                     )
                     .await
                     .map_err(db)?;
@@ -1349,7 +1370,11 @@ async fn begin_run(
     }
     tx.execute(
         "INSERT INTO stamps (session_id, hook_id, at) VALUES ($1, $2, $3)",
-        &[&session.as_str(), &lease.hook_id.as_str(), &lease.started_at],
+        &[
+            &session.as_str(),
+            &lease.hook_id.as_str(),
+            &lease.started_at,
+        ],
     )
     .await
     .map_err(mdb)?;

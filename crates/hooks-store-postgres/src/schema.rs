@@ -66,7 +66,10 @@ pub async fn migrate(c: &mut Client) -> Result<Vec<i32>, StoreError> {
     .map_err(db)?;
     // Read again under the lock: another host may have migrated meanwhile.
     let have: i32 = tx
-        .query_one("SELECT COALESCE(max(version), 0) FROM hooks_app_schema", &[])
+        .query_one(
+            "SELECT COALESCE(max(version), 0) FROM hooks_app_schema",
+            &[],
+        )
         .await
         .map_err(db)?
         .get(0);

@@ -11,8 +11,8 @@
 //!   `HOOKS_TEST_DATABASE_URL` names one.
 
 pub mod http;
-pub mod pg;
 mod mock;
+pub mod pg;
 mod tui;
 
 use std::fs::{self, File};
