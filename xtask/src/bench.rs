@@ -7,7 +7,9 @@
 //!   `serve` runs: due at once (the daemon must notice the change) and due 2 s later (the
 //!   daemon's own timer);
 //! - `serve` idle: resident memory and CPU time;
-//! - transcript facts at 1, 10 and 100 MB (the `transcript` bench of hooks-meta).
+//! - transcript facts at 1, 10 and 100 MB (the `transcript` bench of hooks-meta);
+//! - the PostgreSQL store (the `pg` bench of hooks-store-postgres): operations per second
+//!   as the queue grows, `claude-hook` on it, and lateness listening and polling.
 //!
 //! `--quick` runs a reduced version (CI); `--json` prints the results as JSON; `--markdown`
 //! prints the table for docs/benchmarks.md. Results are also written to
@@ -50,6 +52,8 @@ fn scratch(root: &Path, name: &str) -> Result<PathBuf, String> {
 
 fn bench_json(root: &Path, pkg: &str, bench: &str, quick: bool) -> Result<String, String> {
     let mut c = cargo(root);
+    // The PostgreSQL bench drives the release binary too.
+    c.env("HOOKS_APP_BIN", root.join("target/release/hooks-app"));
     c.args(["bench", "--quiet", "-p", pkg, "--bench", bench, "--"]);
     if quick {
         c.arg("--quick");
@@ -481,6 +485,7 @@ pub fn run(root: &Path, args: &[&str]) -> Result<(), String> {
     let bin = root.join("target/release/hooks-app");
     let store = bench_json(root, "hooks-store-json", "store", o.quick)?;
     let transcript = bench_json(root, "hooks-meta", "transcript", o.quick)?;
+    let postgres = bench_json(root, "hooks-store-postgres", "pg", o.quick)?;
     let (hook_p50, hook_p99, spawn_p50, replace_p50) = claude_hook(
         &bin,
         &scratch(root, "claude-hook")?,
@@ -506,7 +511,7 @@ pub fn run(root: &Path, args: &[&str]) -> Result<(), String> {
     let json = format!(
         "{{\"date\":\"{date}\",\"machine\":\"{}\",\"quick\":{},\"claudeHook\":{{\"p50Ms\":{hook_p50:.2},\"p99Ms\":{hook_p99:.2},\"spawnTrueP50Ms\":{spawn_p50:.2},\"durableReplaceP50Ms\":{replace_p50:.2},\"ratioToFloor\":{:.2},\"originalP50Ms\":{}}},\
          \"lateness\":{{\"dueAtOnceP50Ms\":{now_p50:.1},\"dueAtOnceP99Ms\":{now_p99:.1},\"dueLaterP50Ms\":{ahead_p50:.1},\"dueLaterP99Ms\":{ahead_p99:.1},\"samples\":{n}}},\
-         \"idle\":{{\"seconds\":{idle_secs},\"cpuSeconds\":{cpu:.2},\"rssMb\":{rss:.1},\"peakRssMb\":{hwm:.1}}},\"storeOps\":{store},\"transcriptFacts\":{transcript}}}",
+         \"idle\":{{\"seconds\":{idle_secs},\"cpuSeconds\":{cpu:.2},\"rssMb\":{rss:.1},\"peakRssMb\":{hwm:.1}}},\"storeOps\":{store},\"postgres\":{postgres},\"transcriptFacts\":{transcript}}}",
         hook_p50 / hook_floor,
         original.map_or("null".to_owned(), |v| format!("{v:.1}")),
         machine().replace('"', "'"),
@@ -567,6 +572,47 @@ pub fn run(root: &Path, args: &[&str]) -> Result<(), String> {
         t,
         "| the machine's floor: write 4 KB, fsync, rename, fsync folder | {floor} ms | — |"
     );
+    let field = |text: &str, k: &str| -> String {
+        text.split(&format!("\"{k}\":"))
+            .nth(1)
+            .and_then(|r| r.split([',', '}']).next())
+            .unwrap_or("?")
+            .to_owned()
+    };
+    for row in postgres.split("{\"pending\":").skip(1) {
+        let pending = row.split(',').next().unwrap_or("?");
+        let _ = writeln!(
+            t,
+            "| PostgreSQL at {pending} pending, durable (fsync on), loopback | enqueue {}/s ({} ms), claim + complete {}/s ({} ms) | flat in the queue's size |",
+            field(row, "enqueuePerSec"),
+            field(row, "enqueueMsPerOp"),
+            field(row, "claimCompletePerSec"),
+            field(row, "claimCompleteMsPerOp")
+        );
+    }
+    if let Some(hook) = postgres.split("\"claudeHook\":").nth(1) {
+        let _ = writeln!(
+            t,
+            "| `claude-hook` whole process on PostgreSQL (connect, enqueue, exit) | p50 {} ms, p99 {} ms | — |",
+            field(hook, "p50Ms"),
+            field(hook, "p99Ms")
+        );
+    }
+    if let Some(late) = postgres.split("\"lateness\":").nth(1) {
+        let _ = writeln!(
+            t,
+            "| PostgreSQL lateness, queued by another process as another host, LISTEN/NOTIFY | p50 {} ms, p99 {} ms ({} samples) | p99 ≤ 50 ms |",
+            field(late, "listenP50Ms"),
+            field(late, "listenP99Ms"),
+            field(late, "samples")
+        );
+        let _ = writeln!(
+            t,
+            "| the same, polling every 250 ms (`--store-poll`) | p50 {} ms, p99 {} ms | p99 ≤ 300 ms |",
+            field(late, "pollP50Ms"),
+            field(late, "pollP99Ms")
+        );
+    }
     let _ = writeln!(
         t,
         "| lateness, queued by another process, due at once | p50 {now_p50:.0} ms, p99 {now_p99:.0} ms ({n} samples) | p99 ≤ 1 s |"

@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 /// The variable naming a server to use instead of a private one.
 pub const DATABASE_URL_VAR: &str = "HOOKS_TEST_DATABASE_URL";
 
+/// Set (to anything), the private server keeps its durability settings (fsync on): for
+/// benchmarks. Tests run without, for speed.
+pub const DURABLE_VAR: &str = "HOOKS_TEST_PG_DURABLE";
+
 struct Server {
     /// `postgres://user@host:port` (no database).
     base: String,
@@ -57,7 +61,8 @@ pub fn bin_dir() -> Option<PathBuf> {
         }
     }
     std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p).find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
+        std::env::split_paths(&p)
+            .find(|d| d.join("initdb").is_file() && d.join("postgres").is_file())
     })
 }
 
@@ -125,9 +130,15 @@ fn start_private() -> Server {
         let port = free_port();
         // The server's output goes to a log in its folder; the shell prints `ready` once it
         // accepts connections, and ends it when stdin closes.
+        // Tests trade durability for speed; benchmarks ask for a durable server.
+        let speed = if std::env::var_os(DURABLE_VAR).is_some() {
+            ""
+        } else {
+            "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+        };
         let script = format!(
             "\"$PGBIN/postgres\" -D \"$PGDIR/data\" -p {port} -c listen_addresses=127.0.0.1 \
-             -k \"$PGDIR\" -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+             -k \"$PGDIR\" {speed} \
              -c max_connections=200 >\"$PGDIR/log\" 2>&1 & pid=$!; \
              i=0; until \"$PGBIN/pg_isready\" -q -h 127.0.0.1 -p {port}; do \
                if ! kill -0 $pid 2>/dev/null; then echo failed; exit 1; fi; \
@@ -207,7 +218,8 @@ pub fn database() -> String {
         // CREATE DATABASE copies template1 and fails while another one is doing the same.
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(
-            err.contains("is being accessed by other users") && t.elapsed() < Duration::from_secs(30),
+            err.contains("is being accessed by other users")
+                && t.elapsed() < Duration::from_secs(30),
             "could not create a test database: {err}"
         );
         std::thread::sleep(Duration::from_millis(20));
