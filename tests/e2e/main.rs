@@ -6,6 +6,7 @@ mod bad_input;
 mod chaos;
 mod cost;
 mod flow;
+mod http;
 mod install;
 mod interactive;
 mod ondemand;

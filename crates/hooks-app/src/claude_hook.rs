@@ -54,24 +54,24 @@ pub fn run(ctx: &Context, on: Option<HookTrigger>) -> ExitCode {
     }
 }
 
-fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppResult {
-    // Read the input first, whatever it turns out to be: Claude writes it to every hook,
-    // and a hook that exits without reading leaves Claude with a broken pipe.
-    let mut buf = Vec::new();
-    stdin
-        .take(MAX_INPUT + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
-    if std::env::var_os(crate::context::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
-        // A follow-up's own Stop or SessionEnd: the app started that run.
-        return Ok(());
-    }
+/// What one hook input asks for: queuing the hooks (and waking what waited for the close,
+/// on a `SessionEnd`), or only that wake.
+#[derive(Debug, Clone)]
+pub struct HookPlan {
+    pub event: NotifyEvent,
+    pub queue: bool,
+    pub closed: bool,
+}
+
+/// Reads one Claude Code hook input (as `claude-hook` gets it on stdin, or the daemon in
+/// the body of an `http` hook's POST). `Ok(None)`: nothing to do.
+pub fn plan(ctx: &Context, buf: &[u8], on: Option<HookTrigger>) -> AppResult<Option<HookPlan>> {
     if buf.len() as u64 > MAX_INPUT {
         return Err(AppError::invalid(format!(
             "stdin: the hook input is over {MAX_INPUT} bytes"
         )));
     }
-    let input: HookInput = serde_json::from_slice(&buf)
+    let input: HookInput = serde_json::from_slice(buf)
         .map_err(|e| AppError::invalid(format!("stdin: not a Claude Code hook input ({e})")))?;
     let from_transcript = || {
         input
@@ -93,9 +93,66 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         _ => false,
     };
     if !queue && !closed {
-        return Ok(());
+        return Ok(None);
     }
     let session = SessionId::parse(&input.session_id)?;
+    let origin = match std::env::var("HOOKS_APP_ORIGIN") {
+        Ok(o) if o == "cron" => Some(Origin::Cron),
+        _ => None,
+    };
+    Ok(Some(HookPlan {
+        event: NotifyEvent {
+            session,
+            event: Event::ConversationDone,
+            update: SessionUpdate {
+                cwd: input.cwd.filter(|c| !c.is_empty()),
+                transcript_path: input.transcript_path,
+                origin,
+            },
+            subagent: input.agent_id.is_some(),
+        },
+        queue,
+        closed,
+    }))
+}
+
+/// Carries a plan out: the notify reports (none for a close alone), and whether something
+/// was queued or woken (a daemon is then wanted).
+pub async fn carry_out(
+    service: &hooks_core::service::Service,
+    plan: &HookPlan,
+) -> Result<(Vec<hooks_core::service::NotifyReport>, bool), hooks_core::service::ServiceError> {
+    if !plan.queue {
+        // Closed without being done: only what waits for the close is woken (and nothing
+        // is written when nothing waits).
+        let woken = service.closed(&plan.event.session).await?;
+        return Ok((Vec::new(), woken > 0));
+    }
+    let reports = service.notify(&plan.event).await?;
+    if plan.closed {
+        service.closed(&plan.event.session).await?;
+    }
+    let queued = reports
+        .iter()
+        .any(|r| matches!(r.outcome, hooks_core::service::NotifyOutcome::Queued { .. }));
+    Ok((reports, queued))
+}
+
+fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppResult {
+    // Read the input first, whatever it turns out to be: Claude writes it to every hook,
+    // and a hook that exits without reading leaves Claude with a broken pipe.
+    let mut buf = Vec::new();
+    stdin
+        .take(MAX_INPUT + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
+    if std::env::var_os(crate::context::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
+        // A follow-up's own Stop or SessionEnd: the app started that run.
+        return Ok(());
+    }
+    let Some(plan) = plan(ctx, &buf, on)? else {
+        return Ok(());
+    };
     let (service, _) = ctx.service(
         // It queues and wakes, never runs: the claude runner stands in, whatever runs the
         // follow-ups, so a webhook's settings can never fail the hook.
@@ -105,37 +162,8 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
-    if !queue {
-        // Closed without being done: only what waits for the close is woken (and nothing
-        // is written when nothing waits).
-        let woken = rt.block_on(service.closed(&session))?;
-        if woken > 0 {
-            start_daemon(ctx);
-        }
-        return Ok(());
-    }
-    let origin = match std::env::var("HOOKS_APP_ORIGIN") {
-        Ok(o) if o == "cron" => Some(Origin::Cron),
-        _ => None,
-    };
-    let event = NotifyEvent {
-        session,
-        event: Event::ConversationDone,
-        update: SessionUpdate {
-            cwd: input.cwd.filter(|c| !c.is_empty()),
-            transcript_path: input.transcript_path,
-            origin,
-        },
-        subagent: input.agent_id.is_some(),
-    };
-    let reports = rt.block_on(service.notify(&event))?;
-    if closed {
-        rt.block_on(service.closed(&event.session))?;
-    }
-    if reports
-        .iter()
-        .any(|r| matches!(r.outcome, hooks_core::service::NotifyOutcome::Queued { .. }))
-    {
+    let (_, wanted) = rt.block_on(carry_out(&service, &plan))?;
+    if wanted {
         start_daemon(ctx);
     }
     Ok(())

@@ -193,6 +193,12 @@ pub enum Command {
     Serve(ServeArgs),
     /// A summary: hooks, the queue, recent runs, whether a daemon is running
     Status(JsonFlag),
+    /// Print (and where possible open) the web page's address with a one-time login
+    Open {
+        /// Only print it
+        #[arg(long)]
+        no_browser: bool,
+    },
     /// Check the set-up and say how to fix each problem
     Doctor(JsonFlag),
     /// Print a completion script for a shell, e.g. `hooks-app completions bash > /etc/bash_completion.d/hooks-app`
@@ -382,6 +388,19 @@ pub struct InstallArgs {
     /// Show what would change and change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// How Claude Code hands events over: by running claude-hook (works without a daemon),
+    /// or by POSTing to a daemon running with --http (no process per event)
+    #[arg(long, value_enum, default_value_t = Transport::Command)]
+    pub transport: Transport,
+    /// With --transport http: the daemon's address [default: the running daemon's]
+    #[arg(long, value_name = "URL", requires = "transport")]
+    pub http_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    Command,
+    Http,
 }
 
 #[derive(Debug, Args)]
@@ -433,6 +452,16 @@ pub struct ServeArgs {
     /// [default with --on-demand: 300]
     #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub idle_exit: Option<u64>,
+    /// Also serve the JSON API, Claude Code's http hooks, /metrics and the web page here
+    /// (e.g. 127.0.0.1:8787; a token is required, see `hooks-app open`)
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// With --http on a loopback address: no token (anyone on this machine can use it)
+    #[arg(long, requires = "http")]
+    pub http_no_auth: bool,
+    /// With --http: allow an address other than loopback (put TLS in front of it)
+    #[arg(long, requires = "http")]
+    pub http_allow_insecure: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -81,6 +81,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Tick(a) => return daemon::tick(&ctx, &a),
         Command::Serve(a) => return daemon::serve(&ctx, &a),
         Command::Status(j) => doctor::status(&ctx, j.json)?,
+        Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
     }
     Ok(ExitCode::SUCCESS)
@@ -129,6 +130,7 @@ fn init(ctx: &Context) -> AppResult {
     let existed = ctx.existing_store().is_ok();
     let store = ctx.open_store()?;
     block_on(store.snapshot())??;
+    crate::http::token(&ctx.data_dir)?;
     let removed = store.signals.housekeep()?;
     if removed > 0 {
         println!("removed {removed} temp file(s) left by writers that died");
@@ -504,24 +506,32 @@ fn runs(
     Ok(())
 }
 
-fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
-    let sid = SessionId::parse(session)?;
-    let store = ctx.open_store()?;
-    let meta = ctx.meta(&store);
-    let facts = block_on(meta.facts(&sid))?.map_err(|e| AppError::runtime(e.to_string()))?;
+/// What is known about a conversation (`session --json`, `GET /api/v1/sessions/{id}`), with
+/// the facts and entries it was built from.
+pub async fn session_view(
+    svc: &Service,
+    meta: &dyn SessionMeta,
+    store: &crate::context::Store,
+    sid: &SessionId,
+) -> AppResult<(Value, SessionFacts, Vec<PendingEntry>)> {
+    let facts = meta
+        .facts(sid)
+        .await
+        .map_err(|e| AppError::runtime(e.to_string()))?;
     let t = facts.transcript.as_ref();
     let known_subagent = t.is_some() || facts.state.transcript_path.is_some();
-    let pending: Vec<PendingEntry> = block_on(store.snapshot())??
+    let pending: Vec<PendingEntry> = store
+        .snapshot()
+        .await?
         .pending
         .into_iter()
-        .filter(|p| p.session_id == sid)
+        .filter(|p| p.session_id == *sid)
         .collect();
-    let now = time::OffsetDateTime::now_utc();
+    let now = svc.now();
     // What a follow-up of each enabled hook would cost now, and whether its cap allows it.
-    let (svc, _) = service(ctx)?;
     let mut estimates = Vec::new();
-    for h in block_on(svc.list_hooks())??.iter().filter(|h| h.enabled) {
-        let view = block_on(svc.estimate(h, &facts))?;
+    for h in svc.list_hooks().await?.iter().filter(|h| h.enabled) {
+        let view = svc.estimate(h, &facts).await;
         let cap = h.max_cost.usd();
         let (text, usd, model, over) = match &view {
             Ok(v @ cost::CostView::Estimated(e)) => (
@@ -576,6 +586,15 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
             "waiting": p.waiting.as_ref().map(|w| w.reason.clone()),
         })).collect::<Vec<_>>(),
     });
+    Ok((v, facts, pending))
+}
+
+fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
+    let sid = SessionId::parse(session)?;
+    let (svc, store) = service(ctx)?;
+    let meta = ctx.meta(&store);
+    let (v, facts, pending) = block_on(session_view(&svc, &meta, &store, &sid))??;
+    let now = time::OffsetDateTime::now_utc();
     if json {
         print_json(&v);
         return Ok(());
@@ -694,6 +713,41 @@ fn notify(
         if reports.is_empty() {
             println!("no hook listens to {event}");
         }
+    }
+    Ok(())
+}
+
+/// `open`: the page's address with a one-time login token.
+fn open(ctx: &Context, no_browser: bool) -> AppResult {
+    let Some(url) = crate::http::running_url(&ctx.data_dir) else {
+        return Err(AppError::runtime(
+            "no daemon serves HTTP for this data folder: start `hooks-app serve --http 127.0.0.1:8787`",
+        ));
+    };
+    let login = format!(
+        "{url}/login?token={}",
+        crate::http::one_time_login(&ctx.data_dir)?
+    );
+    println!("{login}");
+    eprintln!(
+        "(the link works once, within {} minutes)",
+        crate::http::LOGIN_TTL_SECS / 60
+    );
+    let graphical = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if !no_browser && (graphical || cfg!(target_os = "macos")) {
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        let _ = std::process::Command::new(opener)
+            .arg(&login)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn();
     }
     Ok(())
 }

@@ -144,7 +144,40 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let mark = mark_running(&ctx.data_dir);
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
     let grace = Duration::from_secs(a.run.shutdown_grace);
+    let rt = runtime()?;
+    let metrics = Arc::new(crate::http::Metrics::default());
+    if let Some(addr) = a.http {
+        let opts = crate::http::HttpOptions {
+            addr,
+            no_auth: a.http_no_auth,
+            allow_insecure: a.http_allow_insecure,
+        };
+        crate::http::check_options(&opts)?;
+        let token = if opts.no_auth {
+            warn!(%addr, "--http-no-auth: anyone on this machine can use the API and the page");
+            None
+        } else {
+            Some(crate::http::token(&ctx.data_dir)?)
+        };
+        let listener = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
+        let at = listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let state = Arc::new(crate::http::HttpState::new(
+            svc.clone(),
+            store.clone(),
+            Arc::new(ctx.meta(&store)),
+            ctx.clone(),
+            token,
+            metrics.clone(),
+        ));
+        let _in_rt = rt.enter();
+        crate::http::spawn(listener, state);
+        info!(url = %format!("http://{at}"), auth = !opts.no_auth, "serving HTTP");
+    }
     let mut lp = Loop::new(svc, store, &a.run, Mode::Serve);
+    lp.metrics = Some(metrics);
     let idle = a
         .idle_exit
         .or(a.on_demand.then_some(crate::ondemand::DEFAULT_IDLE_EXIT));
@@ -154,7 +187,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
         mark,
         singleton,
     });
-    runtime()?.block_on(lp.run(grace))?;
+    rt.block_on(lp.run(grace))?;
     info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -194,6 +227,8 @@ struct Loop {
     /// Exit once idle for a while (`serve --idle-exit`, `--on-demand`).
     idle: Option<Idle>,
     idle_since: Option<Instant>,
+    /// What `/metrics` shows of this daemon's firings, when it serves HTTP.
+    metrics: Option<Arc<crate::http::Metrics>>,
 }
 
 /// What an idle exit needs: how long, and the locks to let go of before the last look.
@@ -265,6 +300,7 @@ impl Loop {
             pending: 0,
             idle: None,
             idle_since: None,
+            metrics: None,
         }
     }
 
@@ -306,6 +342,9 @@ impl Loop {
             session = entry.session_id.as_str(),
             "firing"
         );
+        if let (Some(m), Some(due)) = (&self.metrics, entry.due_at.time()) {
+            m.started((self.svc.now() - due).as_seconds_f64());
+        }
         let svc = self.svc.clone();
         let e = entry.clone();
         let handle = self.tasks.spawn(async move { svc.fire(&e).await });

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::cli::{DaemonMode, InstallArgs, Scope, Trigger, UninstallArgs};
+use crate::cli::{DaemonMode, InstallArgs, Scope, Transport, Trigger, UninstallArgs};
 use crate::{AppError, AppResult, Context, jsonedit};
 
 /// Seconds Claude gives the hook; it returns in milliseconds.
@@ -79,8 +79,17 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
     Ok(m)
 }
 
+/// The header name an `http` handler of this app carries the follow-up guard in.
+const FOLLOW_UP_HEADER: &str = "X-Hooks-App-Follow-Up";
+
 /// Whether a hook handler is one of this app's.
 pub fn is_ours(handler: &Value) -> bool {
+    if handler.get("type").and_then(Value::as_str) == Some("http") {
+        return handler
+            .get("headers")
+            .and_then(Value::as_object)
+            .is_some_and(|h| h.contains_key(FOLLOW_UP_HEADER));
+    }
     let Some(cmd) = handler.get("command").and_then(Value::as_str) else {
         return false;
     };
@@ -119,7 +128,7 @@ fn strip_ours(settings: &mut Map<String, Value>) {
     }
 }
 
-fn add(settings: &mut Map<String, Value>, event: &str, command: String) {
+fn add(settings: &mut Map<String, Value>, event: &str, handler: Value) {
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -128,7 +137,7 @@ fn add(settings: &mut Map<String, Value>, event: &str, command: String) {
         .entry(event)
         .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(groups) = groups {
-        groups.push(group(&command));
+        groups.push(group(&handler));
     }
 }
 
@@ -249,10 +258,10 @@ fn add_text(
     text: &str,
     st: &jsonedit::Style,
     event: &str,
-    command: &str,
+    handler: &Value,
 ) -> AppResult<(String, Vec<String>)> {
     let root = reparse(text)?;
-    let g = group(command);
+    let g = group(handler);
     let was_empty = |path: &str, n: &jsonedit::Node| -> Vec<String> {
         let ws = jsonedit::inner(text, n);
         if n.is_empty_container() && !ws.is_empty() {
@@ -342,8 +351,32 @@ impl Created {
     }
 }
 
-fn group(command: &str) -> Value {
-    json!({"hooks": [{"type": "command", "command": command, "timeout": HOOK_TIMEOUT}]})
+fn group(handler: &Value) -> Value {
+    json!({ "hooks": [handler] })
+}
+
+fn command_handler(command: String) -> Value {
+    json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT})
+}
+
+/// An `http` handler posting to the daemon: the token and the follow-up guard travel as
+/// headers Claude Code expands from its environment.
+fn http_handler(base: &str, on_end: bool) -> Value {
+    let url = format!(
+        "{}/api/v1/events{}",
+        base.trim_end_matches('/'),
+        if on_end { "?on=session-end" } else { "" }
+    );
+    json!({
+        "type": "http",
+        "url": url,
+        "headers": {
+            "Authorization": format!("Bearer ${}", crate::http::TOKEN_ENV),
+            FOLLOW_UP_HEADER: format!("${}", crate::context::FOLLOW_UP_ENV),
+        },
+        "allowedEnvVars": [crate::http::TOKEN_ENV, crate::context::FOLLOW_UP_ENV],
+        "timeout": HOOK_TIMEOUT,
+    })
 }
 
 /// Shows or writes the new text; `None` removes the file.
@@ -397,24 +430,42 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
 pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     let path = settings_path(ctx, a.scope);
     let s = load(&path)?;
-    let mut wanted: Vec<(&str, String)> = Vec::new();
+    let http_base = match a.transport {
+        Transport::Command => None,
+        Transport::Http => Some(match &a.http_url {
+            Some(u) => u.clone(),
+            None => crate::http::running_url(&ctx.data_dir).ok_or_else(|| {
+                AppError::invalid(
+                    "httpUrl: --transport http needs --http-url URL, or a daemon running with --http to take it from",
+                )
+            })?,
+        }),
+    };
+    let handler = |on_end: bool| -> AppResult<Value> {
+        Ok(match &http_base {
+            Some(base) => http_handler(base, on_end),
+            None => command_handler(command_for(
+                ctx,
+                a.scope,
+                if on_end { " --on session-end" } else { "" },
+            )?),
+        })
+    };
+    let mut wanted: Vec<(&str, Value)> = Vec::new();
     if matches!(a.trigger, Trigger::Stop | Trigger::Both) {
-        wanted.push(("Stop", command_for(ctx, a.scope, "")?));
+        wanted.push(("Stop", handler(false)?));
     }
     if matches!(a.trigger, Trigger::SessionEnd | Trigger::Both) {
-        wanted.push((
-            "SessionEnd",
-            command_for(ctx, a.scope, " --on session-end")?,
-        ));
+        wanted.push(("SessionEnd", handler(true)?));
     } else {
         // A conversation being closed wakes the follow-ups that wait for it, so they run
         // within seconds of the person's /exit. This entry never queues anything.
-        wanted.push(("SessionEnd", command_for(ctx, a.scope, "")?));
+        wanted.push(("SessionEnd", handler(false)?));
     }
     let mut expected = s.map.clone();
     strip_ours(&mut expected);
-    for (ev, cmd) in &wanted {
-        add(&mut expected, ev, cmd.clone());
+    for (ev, h) in &wanted {
+        add(&mut expected, ev, h.clone());
     }
     // Already installed as wanted, wherever the entries sit: leave the file alone.
     if same_entries(&s.map, &expected) {
@@ -428,8 +479,8 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     if s.text.is_none() && !created.iter().any(|c| c == "file") {
         created.push("file".into());
     }
-    for (ev, cmd) in &wanted {
-        let (t, c) = add_text(&text, &st, ev, cmd)?;
+    for (ev, h) in &wanted {
+        let (t, c) = add_text(&text, &st, ev, h)?;
         text = t;
         for c in c {
             if !created.contains(&c) {
@@ -452,6 +503,15 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     }
     if apply(&s, Some(&text), a.dry_run, "installed")? {
         record.set(&path, Some(created))?;
+    }
+    if http_base.is_some() && !a.dry_run {
+        println!(
+            "the http hook sends the token from ${0}: put `export {0}=$(cat {1})` where Claude Code's \
+             environment comes from. An http hook loses the event when no daemon listens (Claude \
+             Code only reports the error), so keep a daemon running (`hooks-app serve --http …`)",
+            crate::http::TOKEN_ENV,
+            ctx.data_dir.join(crate::http::TOKEN_FILE).display()
+        );
     }
     if a.scope == Scope::Project && !a.dry_run {
         println!(
@@ -532,7 +592,7 @@ fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
                         .flatten()
                     {
                         if is_ours(hd) {
-                            v.push((ev.clone(), hd["command"].as_str().unwrap_or("").to_owned()));
+                            v.push((ev.clone(), hd.to_string()));
                         }
                     }
                 }

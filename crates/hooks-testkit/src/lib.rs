@@ -266,3 +266,41 @@ pub fn write_script(path: &Path, body: &str) {
     fs::write(path, body).expect("write script");
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).expect("chmod script");
 }
+
+/// `python3` able to import `packages`, installed from PyPI into `target/test-deps/python`
+/// on first use (under a lock, so parallel tests share one install). Panics with a clear
+/// message when they cannot be had.
+pub fn python(packages: &[&str]) -> Command {
+    let dir = workspace_root().join("target/test-deps/python");
+    fs::create_dir_all(&dir).expect("target/test-deps/python");
+    let done = dir.join(format!(".installed-{}", packages.join("+")));
+    if !done.exists() {
+        let lock = File::create(dir.join(".lock")).expect("lock file");
+        lock.lock().expect("lock");
+        if !done.exists() {
+            let out = Command::new("python3")
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                    "--target",
+                ])
+                .arg(&dir)
+                .args(packages)
+                .output()
+                .expect("run python3 -m pip (python3 with pip is required)");
+            assert!(
+                out.status.success(),
+                "could not install {packages:?} from PyPI into {}: {}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            fs::write(&done, "").expect("marker");
+        }
+    }
+    let mut c = Command::new("python3");
+    c.env("PYTHONPATH", &dir);
+    c
+}
