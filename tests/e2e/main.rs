@@ -3,6 +3,7 @@
 //! `claude` script where the real one is not needed.
 
 mod bad_input;
+mod browser;
 mod chaos;
 mod cost;
 mod flow;

@@ -2,17 +2,19 @@
 //!
 //! - `cargo xtask ci`: everything CI checks, in order: the pinned claude CLI is installed,
 //!   `cargo fmt --check`, clippy with `-D warnings`, the layering check, the whole test
-//!   suite, the conformance checks when the shared folder is beside the project, and a quick
-//!   benchmark so it cannot rot.
+//!   suite, the conformance checks when the shared folder is beside the project, a 60 s fuzz
+//!   run of the HTTP API against its OpenAPI document, and a quick benchmark so it cannot rot.
 //! - `cargo xtask conformance`: the checks against outside material in the shared folder
 //!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
 //!   the original Python module reading and writing this project's store.
 //! - `cargo xtask deps`: installs what the tests need (the pinned claude CLI, from npm).
 //! - `cargo xtask layering`: proves the crate boundaries with `cargo tree`.
+//! - `cargo xtask fuzz-api [SECONDS]`: schemathesis against a real `serve --http` (fuzz.rs).
 //! - `cargo xtask man`: writes the man page, `target/man/hooks-app.1`, from the CLI itself.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
 
 mod bench;
+mod fuzz;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -55,8 +57,12 @@ fn main() -> ExitCode {
         Some("man") => man(),
         Some("layering") => layering(),
         Some("bench") => bench::run(&root(), &rest),
+        Some("fuzz-api") => fuzz::run(
+            &root(),
+            rest.first().and_then(|s| s.parse().ok()).unwrap_or(60),
+        ),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering | man | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -334,5 +340,6 @@ fn ci() -> Result<(), String> {
             "xtask: conformance not run: no shared folder beside the project (../shared or $HOOKS_SHARED); `cargo xtask conformance` runs it"
         );
     }
+    fuzz::run(&root(), 60)?;
     bench::run(&root(), &["--quick"])
 }

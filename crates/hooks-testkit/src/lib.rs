@@ -10,6 +10,7 @@
 //! - [`pg`]: a fresh database on a PostgreSQL server, private to the test process unless
 //!   `HOOKS_TEST_DATABASE_URL` names one.
 
+pub mod browser;
 pub mod http;
 mod mock;
 pub mod pg;

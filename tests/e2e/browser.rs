@@ -1,0 +1,103 @@
+//! The page in headless Chromium (Debian's), driven by Playwright: log in with the
+//! one-time link, disable a hook with its toggle and see the button and the store change,
+//! submit an invalid delay and see the error at the field, and see a run appear by itself
+//! after a follow-up fired. The screenshot is kept in target/browser/page.png.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::http::Served;
+use crate::support::*;
+
+#[test]
+fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let d = Served::start(&app, &[], &[]);
+    let login = app.ok(&["open", "--no-browser"]).trim().to_owned();
+    let shot = hooks_testkit::workspace_root().join("target/browser/page.png");
+    std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
+    let _ = std::fs::remove_file(&shot);
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/browser/page.cjs");
+    let mut node = hooks_testkit::browser::node(&script)
+        .env("LOGIN_URL", &login)
+        .env("SCREENSHOT", &shot)
+        .env("RUN_SESSION", "b-run-1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node");
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let l = lines.next().expect("a step").expect("read");
+        let v: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        assert_ne!(v["step"], "failed", "{v}");
+        v
+    };
+    let v = next();
+    assert_eq!(
+        (v["step"].as_str(), v["url"].as_str()),
+        (Some("logged in"), Some("/")),
+        "{v}"
+    );
+    assert_eq!(v["chip"], "never ran");
+    let v = next();
+    assert_eq!(v["button"], "enable", "the toggle disabled it: {v}");
+    assert_eq!(
+        app.hook("post-task")["enabled"],
+        false,
+        "and the store says so"
+    );
+    let v = next();
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("must be a whole number from 0 to 86400"),
+        "{v}"
+    );
+    assert_eq!(v["visible"], true);
+    assert_eq!(
+        app.hook("post-task")["delaySeconds"],
+        0,
+        "the invalid delay changed nothing"
+    );
+    let v = next();
+    assert_eq!(v["step"], "ready");
+    assert_eq!(app.hook("post-task")["enabled"], true);
+    // A conversation finishes; the daemon fires its follow-up; the page shows the run.
+    let t = app.transcript("b-run-1", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "b-run-1",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    node.stdin.take().unwrap().write_all(b"go\n").unwrap();
+    let v = next();
+    let row = v["row"].as_str().unwrap();
+    assert!(
+        row.contains("post-task") && row.contains("ok") && row.contains("yes"),
+        "{v}"
+    );
+    assert!(v["chip"].as_str().unwrap().starts_with("ok"), "{v}");
+    assert_eq!(next()["step"], "done");
+    let out = node.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000),
+        "a screenshot at {}",
+        shot.display()
+    );
+    d.stop();
+}

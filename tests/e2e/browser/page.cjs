@@ -1,0 +1,49 @@
+// Drives the hooks-app page in headless Chromium for tests/e2e/browser.rs. Reads
+// LOGIN_URL, SCREENSHOT, RUN_SESSION from the environment; prints one line per step as
+// JSON, and "ready" when the test should queue a follow-up.
+const { chromium } = require('playwright-core');
+const readline = require('readline');
+
+const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
+
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-quic'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    await page.goto(process.env.LOGIN_URL);
+    const row = page.locator('#hook-post-task');
+    say({ step: 'logged in', url: new URL(page.url()).pathname, chip: (await row.locator('[data-status]').innerText()).trim() });
+
+    // The toggle: the button says what it would do next.
+    await Promise.all([page.waitForNavigation(), row.locator('button[name=toggle]').click()]);
+    say({ step: 'toggled', button: (await page.locator('#hook-post-task button[name=toggle]').innerText()).trim() });
+
+    // An invalid delay: the error shows next to its field.
+    const details = page.locator('#hook-post-task + tr details');
+    await details.locator('summary').click();
+    await details.locator('input[name=delaySeconds]').fill('soon');
+    await Promise.all([page.waitForNavigation(), details.locator('button[type=submit]').click()]);
+    const err = page.locator('.err[data-field=delaySeconds]');
+    say({ step: 'invalid delay', error: (await err.innerText()).trim(), visible: await err.isVisible() });
+
+    // Back to the page, enabled again; then a run appears without a reload by hand.
+    await page.goto(new URL('/', process.env.LOGIN_URL).toString());
+    await Promise.all([page.waitForNavigation(), page.locator('#hook-post-task button[name=toggle]').click()]);
+    say({ step: 'ready' });
+    const rl = readline.createInterface({ input: process.stdin });
+    await new Promise((resolve) => rl.once('line', resolve));
+    await page.locator('#runs', { hasText: process.env.RUN_SESSION }).waitFor({ timeout: 30000 });
+    const runRow = page.locator('#runs tr', { hasText: process.env.RUN_SESSION });
+    say({ step: 'run shown', row: (await runRow.innerText()).replace(/\s+/g, ' ').trim(),
+      chip: (await page.locator('#hook-post-task [data-status]').innerText()).trim() });
+    await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
+    say({ step: 'done' });
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => { say({ step: 'failed', error: String(e && e.stack || e) }); process.exit(1); });
