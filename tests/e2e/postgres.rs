@@ -45,24 +45,7 @@ fn two_hosts_on_one_database_each_fire_their_own_entries_once() {
     a.ok(&["init"]);
     b.ok(&["init"]);
     a.ok(&["hooks", "update", "post-task", "--delay", "0"]);
-    let queue = |app: &App, prefix: &str| -> Vec<String> {
-        (0..30)
-            .map(|i| {
-                let sid = format!("{prefix}{i}");
-                let t = app.transcript(&sid, &app.proj, 1000);
-                app.ok(&[
-                    "notify",
-                    "--session",
-                    &sid,
-                    "--cwd",
-                    app.proj.to_str().unwrap(),
-                    "--transcript",
-                    t.to_str().unwrap(),
-                ]);
-                sid
-            })
-            .collect()
-    };
+    let queue = |app: &App, prefix: &str| queue_sessions(app, prefix, 30);
     let (of_a, of_b) = (queue(&a, "a"), queue(&b, "b"));
     assert_eq!(a.pending().len(), 60, "one queue for both hosts");
     // Both hosts' daemons at once, twice over: each claims only its own host's entries.

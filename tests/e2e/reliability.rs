@@ -42,9 +42,14 @@ pub fn notify_1000_from_4_processes(app: &App) {
 pub fn queue_due(app: &App, n: usize) -> Vec<String> {
     app.ok(&["init"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    queue_sessions(app, "t", n)
+}
+
+/// Queues `n` sessions `<prefix>0…`, each with a transcript under the app's Claude home.
+pub fn queue_sessions(app: &App, prefix: &str, n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
-            let sid = format!("t{i}");
+            let sid = format!("{prefix}{i}");
             let t = app.transcript(&sid, &app.proj, 1000);
             app.ok(&[
                 "notify",

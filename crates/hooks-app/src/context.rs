@@ -676,23 +676,10 @@ mod runner_tests {
 
     #[test]
     fn the_webhook_choice_travels_to_hook_commands_and_daemons() {
-        let mut ctx = Context {
-            data_dir: "/d".into(),
-            data_dir_explicit: false,
-            workspace: "/w".into(),
-            claude_home: "/c".into(),
-            claude_bin: "claude".into(),
-            done_marker: "DONE".into(),
-            runner: RunnerChoice::Claude,
-            store: StoreChoice::Json {
-                dir: "/d".into(),
-                explicit: false,
-            },
-            host_id: "h".into(),
-            host_id_explicit: false,
-            any_host: false,
-            store_poll: false,
-        };
+        let mut ctx = super::store_tests::ctx(StoreChoice::Json {
+            dir: "/d".into(),
+            explicit: false,
+        });
         assert!(ctx.runner_args().is_empty());
         ctx.runner = RunnerChoice::Webhook {
             url: "https://backend.example/runs?team=a b".into(),
@@ -723,7 +710,8 @@ mod runner_tests {
 mod store_tests {
     use super::*;
 
-    fn ctx(store: StoreChoice) -> Context {
+    /// A context with every default but its store.
+    pub(super) fn ctx(store: StoreChoice) -> Context {
         Context {
             data_dir: "/d".into(),
             data_dir_explicit: false,

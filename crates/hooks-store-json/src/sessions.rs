@@ -153,6 +153,20 @@ fn session_of(e: &fs::DirEntry) -> Option<SessionId> {
     SessionId::parse(name.to_str()?.strip_suffix(".json")?).ok()
 }
 
+impl SessionFiles {
+    /// The session files there are, with their sessions (none when the folder is not there).
+    fn files(&self) -> Result<Vec<(SessionId, fs::DirEntry)>, MetaError> {
+        match fs::read_dir(&self.dir) {
+            Ok(rd) => Ok(rd
+                .flatten()
+                .filter_map(|e| Some((session_of(&e)?, e)))
+                .collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(io(&self.dir, "list", &e)),
+        }
+    }
+}
+
 fn io(path: &Path, what: &str, e: &std::io::Error) -> MetaError {
     MetaError::Io(format!("could not {what} {}: {e}", path.display()))
 }
@@ -356,16 +370,8 @@ impl SessionFiles {
 
     /// Every session's lease. Reads only the files that mention one.
     pub fn leases(&self) -> Result<Vec<(SessionId, RunLease)>, MetaError> {
-        let rd = match fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(&self.dir, "list", &e)),
-        };
         let mut out = Vec::new();
-        for e in rd.flatten() {
-            let Some(id) = session_of(&e) else {
-                continue;
-            };
+        for (id, e) in self.files()? {
             let Ok(bytes) = fs::read(e.path()) else {
                 continue;
             };
@@ -413,15 +419,7 @@ impl SessionFiles {
         let _lock = self.lock()?;
         let cutoff = std::time::SystemTime::from(before);
         let mut removed = Vec::new();
-        let rd = match fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(removed),
-            Err(e) => return Err(io(&self.dir, "list", &e)),
-        };
-        for e in rd.flatten() {
-            let Some(id) = session_of(&e) else {
-                continue;
-            };
+        for (id, e) in self.files()? {
             let old = e
                 .metadata()
                 .and_then(|m| m.modified())
@@ -438,16 +436,8 @@ impl SessionFiles {
 
     /// Every session file that reads, with its state and lease.
     pub fn all(&self) -> Result<Vec<SessionRecord>, MetaError> {
-        let rd = match fs::read_dir(&self.dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io(&self.dir, "list", &e)),
-        };
         let mut out = Vec::new();
-        for e in rd.flatten() {
-            let Some(id) = session_of(&e) else {
-                continue;
-            };
+        for (id, _) in self.files()? {
             let d = self.read_dto(&id)?;
             out.push(SessionRecord {
                 state: d.to_state(),

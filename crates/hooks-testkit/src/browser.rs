@@ -51,24 +51,7 @@ pub fn playwright() -> PathBuf {
         let lock = File::create(dir.with_extension("lock")).expect("lock file");
         lock.lock().expect("lock");
         if !pkg.exists() {
-            let out = Command::new("npm")
-                .args([
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    "--prefix",
-                ])
-                .arg(&dir)
-                .arg(format!("playwright-core@{PLAYWRIGHT_VERSION}"))
-                .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
-                .output()
-                .expect("run npm (Node.js and npm are required)");
-            assert!(
-                out.status.success(),
-                "could not install playwright-core with npm: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            crate::npm_install(&dir, &format!("playwright-core@{PLAYWRIGHT_VERSION}"));
         }
     }
     dir

@@ -52,31 +52,7 @@ pub fn claude_bin() -> PathBuf {
         let lock = File::create(dir.with_extension("lock")).expect("create the install lock");
         lock.lock().expect("lock the install");
         if !has_version(&bin) {
-            let pkg = format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}");
-            let out = Command::new("npm")
-                .args([
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    "--prefix",
-                ])
-                .arg(&dir)
-                .arg(&pkg)
-                .output();
-            match out {
-                Ok(o) if o.status.success() => {}
-                Ok(o) => panic!(
-                    "could not install {pkg} with npm into {} (exit {:?}): {}\nThe end-to-end tests need the real CLI; \
-                     run `cargo xtask deps` or check that the npm registry is reachable.",
-                    dir.display(),
-                    o.status.code(),
-                    String::from_utf8_lossy(&o.stderr)
-                ),
-                Err(e) => {
-                    panic!("could not run npm to install {pkg}: {e}. Install Node.js and npm.")
-                }
-            }
+            npm_install(&dir, &format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}"));
         }
         assert!(
             has_version(&bin),
@@ -85,6 +61,32 @@ pub fn claude_bin() -> PathBuf {
         );
     }
     bin
+}
+
+/// `npm install PKG` into `dir`; panics saying what to check when it fails.
+pub fn npm_install(dir: &Path, pkg: &str) {
+    let out = Command::new("npm")
+        .args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--prefix",
+        ])
+        .arg(dir)
+        .arg(pkg)
+        .env("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "could not install {pkg} with npm into {} (exit {:?}): {}\nRun `cargo xtask deps` or check that the npm registry is reachable.",
+            dir.display(),
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("could not run npm to install {pkg}: {e}. Install Node.js and npm."),
+    }
 }
 
 fn has_version(bin: &Path) -> bool {
