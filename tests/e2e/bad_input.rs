@@ -407,3 +407,22 @@ fn the_done_marker_can_be_changed() {
         "doneMarker: must be one line",
     );
 }
+
+#[test]
+fn output_piped_into_head_ends_quietly() {
+    // `hooks-app … | head` ends as Unix tools do when the reader goes: by SIGPIPE, without
+    // a panic's message on stderr.
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' completions bash 2>'{err}' | head -c 1 >/dev/null; cat '{err}'",
+            crate::support::APP,
+            err = std::env::temp_dir()
+                .join(format!("hooks-pipe-{}.err", std::process::id()))
+                .display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stdout);
+    assert!(err.is_empty(), "nothing on stderr: {err}");
+}

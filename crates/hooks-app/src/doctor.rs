@@ -46,8 +46,12 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         let (svc, _) = crate::commands::service(ctx)?;
         block_on(svc.budget())??
     };
+    let http = crate::http::running_url(&ctx.data_dir);
     let v = json!({
         "dataDir": ctx.data_dir.display().to_string(),
+        "store": ctx.store.describe(),
+        "hostId": ctx.host_id,
+        "http": http,
         "daemonRunning": running,
         "daemonMode": crate::ondemand::mode_name(mode),
         "daemons": daemons,
@@ -68,6 +72,22 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         return Ok(());
     }
     println!("data dir      {}", ctx.data_dir.display());
+    if !matches!(
+        &ctx.store,
+        crate::context::StoreChoice::Json {
+            explicit: false,
+            ..
+        }
+    ) {
+        println!(
+            "store         {} (this host: {})",
+            ctx.store.describe(),
+            ctx.host_id
+        );
+    }
+    if let Some(url) = &http {
+        println!("http          {url} (`hooks-app open` for the page)");
+    }
     let now = time::OffsetDateTime::now_utc();
     let described: Vec<String> = daemons
         .iter()

@@ -104,6 +104,18 @@ pub fn run() -> ExitCode {
             };
         }
     };
+    // A command whose output is piped into `head` ends quietly when the reader goes, as
+    // Unix tools do. The daemon and the Claude Code hook keep the default of Rust (an
+    // error on a closed pipe), so a closed terminal never kills a running follow-up.
+    if !matches!(
+        cli.command,
+        cli::Command::Serve(_) | cli::Command::Tick(_) | cli::Command::ClaudeHook(_)
+    ) {
+        // SAFETY: restores the default action of one signal, before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
