@@ -572,6 +572,33 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     assert_eq!(r.status, 303);
     assert_eq!(app.hook("post-task")["delaySeconds"], 45);
 
+    // doctor tells when an installed http hook posts where no daemon listens.
+    app.ok(&["install", "--transport", "http", "--daemon", "none"]);
+    let ok = app.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        text.contains("ok   http hook")
+            && text.contains(&format!("posts to the daemon at http://{}", d.addr)),
+        "{text}"
+    );
+    app.ok(&[
+        "install",
+        "--transport",
+        "http",
+        "--daemon",
+        "none",
+        "--http-url",
+        "http://127.0.0.1:9",
+    ]);
+    let bad = app.run(&["doctor"]);
+    let text = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        text.contains("FAIL http hook")
+            && text.contains("http://127.0.0.1:9/api/v1/events")
+            && text.contains("those events are lost"),
+        "{text}"
+    );
+
     // The session lookup explains a conversation.
     app.ok(&["notify", "--session", "s-look"]);
     let p = call(

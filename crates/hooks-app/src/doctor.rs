@@ -243,6 +243,39 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         }
     });
 
+    // An http hook loses every event while no daemon listens where it posts.
+    let http_hooks = install::installed_http_urls(ctx);
+    if !http_hooks.is_empty() {
+        let serving = crate::http::running_url(&ctx.data_dir);
+        let stray: Vec<String> = http_hooks
+            .iter()
+            .filter(|(_, u)| {
+                serving
+                    .as_ref()
+                    .is_none_or(|s| !u.starts_with(&format!("{s}/")))
+            })
+            .map(|(p, u)| format!("{u} (in {})", p.display()))
+            .collect();
+        checks.push(Check {
+            name: "http hook",
+            ok: stray.is_empty(),
+            detail: match (&serving, stray.is_empty()) {
+                (Some(s), true) => format!("posts to the daemon at {s}"),
+                (Some(s), false) => format!(
+                    "posts to {}, but the daemon serves {s}: those events are lost",
+                    stray.join(", ")
+                ),
+                (None, _) => format!(
+                    "posts to {}, but no daemon serves HTTP: those events are lost",
+                    stray.join(", ")
+                ),
+            },
+            fix: (!stray.is_empty()).then(|| {
+                "start `hooks-app serve --http ADDR` at that address, or `hooks-app install --transport http --http-url URL` for the one it serves (or `--transport command`)".into()
+            }),
+        });
+    }
+
     // Probe without changing anything: in the folder if it exists, else in the nearest
     // parent that does (where `init` would create it).
     let probe_dir = ctx

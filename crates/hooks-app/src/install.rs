@@ -707,6 +707,35 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
 }
 
 /// Where this app's hook is installed: the settings files that have one of its entries.
+/// The URLs this app's `http` hooks post to, in every settings file it looks at.
+pub fn installed_http_urls(ctx: &Context) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for scope in [Scope::User, Scope::Project, Scope::Local] {
+        let p = settings_path(ctx, scope);
+        let Ok(m) = read_settings(&p) else { continue };
+        let handlers = m
+            .get("hooks")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|h| h.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter(|h| is_ours(h) && h["type"] == "http");
+        for h in handlers {
+            if let Some(u) = h["url"].as_str()
+                && !out
+                    .iter()
+                    .any(|(q, v): &(PathBuf, String)| *q == p && v == u)
+            {
+                out.push((p.clone(), u.to_owned()));
+            }
+        }
+    }
+    out
+}
+
 pub fn installed_in(ctx: &Context) -> Vec<(PathBuf, Vec<String>)> {
     let mut out = Vec::new();
     for scope in [Scope::User, Scope::Project, Scope::Local] {
