@@ -239,14 +239,14 @@ impl HookStore for InMemoryStore {
     }
 }
 
-/// Session state and transcript facts in memory. Tests set the transcript facts, the open
+/// What the service asks of a session, in memory, over [`InMemorySessions`] as the real
+/// `MetaStore` is over a store's session state. Tests set the transcript facts, the open
 /// conversations and whether a lease's holder is alive directly.
 #[derive(Default)]
 pub struct InMemoryMeta {
-    states: Mutex<HashMap<SessionId, SessionState>>,
+    sessions: InMemorySessions,
     transcripts: Mutex<HashMap<SessionId, TranscriptFacts>>,
     open: Mutex<HashMap<SessionId, OpenSession>>,
-    leases: Mutex<HashMap<SessionId, RunLease>>,
     /// Owners whose processes are to be seen as gone.
     gone: Mutex<Vec<String>>,
 }
@@ -270,101 +270,72 @@ impl InMemoryMeta {
         lock(&self.gone).push(owner.to_owned());
     }
     pub fn lease(&self, s: &SessionId) -> Option<RunLease> {
-        lock(&self.leases).get(s).cloned()
+        self.sessions.row(s).1
     }
     pub fn put_lease(&self, s: &SessionId, lease: RunLease) {
-        lock(&self.leases).insert(s.clone(), lease);
+        self.sessions.put_lease(s, lease);
     }
-    fn lease_info(&self, s: &SessionId) -> Option<LeaseInfo> {
-        let lease = lock(&self.leases).get(s).cloned()?;
+    fn judge(&self, lease: RunLease) -> LeaseInfo {
         let holder = if lock(&self.gone).contains(&lease.owner) {
             Holder::Gone
         } else {
             Holder::Unknown
         };
-        Some(LeaseInfo { lease, holder })
+        LeaseInfo { lease, holder }
     }
     pub fn stamps(&self, s: &SessionId) -> BTreeMap<HookId, Timestamp> {
-        lock(&self.states)
-            .get(s)
-            .map(|st| st.stamps.clone())
-            .unwrap_or_default()
+        self.sessions.row(s).0.stamps
     }
 }
 
 #[async_trait]
 impl SessionMeta for InMemoryMeta {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError> {
-        Ok(lock(&self.states).get(session).cloned().unwrap_or_default())
+        Ok(self.sessions.row(session).0)
     }
     async fn remember(
         &self,
         session: &SessionId,
         u: &SessionUpdate,
     ) -> Result<SessionState, MetaError> {
-        let mut states = lock(&self.states);
-        let st = states.entry(session.clone()).or_default();
-        if u.cwd.is_some() {
-            st.cwd.clone_from(&u.cwd);
-        }
-        if u.transcript_path.is_some() {
-            st.transcript_path.clone_from(&u.transcript_path);
-        }
-        if u.origin.is_some() {
-            st.origin = u.origin;
-        }
-        Ok(st.clone())
+        self.sessions.remember(session, u).await
     }
     async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError> {
+        let (state, lease) = self.sessions.row(session);
         Ok(SessionFacts {
-            state: self.state(session).await?,
+            state,
             transcript: lock(&self.transcripts).get(session).cloned(),
             open: lock(&self.open).get(session).cloned(),
-            lease: self.lease_info(session),
+            lease: lease.map(|l| self.judge(l)),
         })
     }
     async fn begin_run(
         &self,
         session: &SessionId,
         lease: &RunLease,
-        now: Timestamp,
+        _now: Timestamp,
     ) -> Result<BeginRun, MetaError> {
-        if let Some(l) = self.lease_info(session).filter(|l| l.is_live(now)) {
-            return Ok(BeginRun::Busy(Box::new(l)));
-        }
-        match self
-            .stamp(session, &lease.hook_id, lease.started_at)
-            .await?
-        {
-            StampResult::Lost { at } => Ok(BeginRun::Stamped { at }),
-            StampResult::Won => {
-                self.put_lease(session, lease.clone());
-                Ok(BeginRun::Won)
-            }
-        }
+        // Any lease refuses, judged, as the real adapter's does: a dead one is the
+        // service's to account for first.
+        Ok(match self.sessions.begin_run(session, lease).await? {
+            Begin::Won => BeginRun::Won,
+            Begin::Stamped { at } => BeginRun::Stamped { at },
+            Begin::Held(l) => BeginRun::Busy(Box::new(self.judge(l))),
+        })
     }
     async fn update_lease(&self, session: &SessionId, lease: &RunLease) -> Result<bool, MetaError> {
-        let mut leases = lock(&self.leases);
-        match leases.get_mut(session) {
-            Some(l) if l.run_id == lease.run_id => {
-                *l = lease.clone();
-                Ok(true)
-            }
-            _ => Ok(false),
-        }
+        self.sessions.update_lease(session, lease).await
     }
     async fn end_lease(&self, session: &SessionId, run_id: &str) -> Result<(), MetaError> {
-        let mut leases = lock(&self.leases);
-        if leases.get(session).is_some_and(|l| l.run_id == run_id) {
-            leases.remove(session);
-        }
-        Ok(())
+        self.sessions.end_lease(session, run_id).await
     }
     async fn leases(&self) -> Result<Vec<(SessionId, LeaseInfo)>, MetaError> {
-        let ids: Vec<SessionId> = lock(&self.leases).keys().cloned().collect();
-        Ok(ids
+        Ok(self
+            .sessions
+            .leases()
+            .await?
             .into_iter()
-            .filter_map(|s| Some((s.clone(), self.lease_info(&s)?)))
+            .map(|(s, l)| (s, self.judge(l)))
             .collect())
     }
     async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError> {
@@ -376,13 +347,7 @@ impl SessionMeta for InMemoryMeta {
         hook: &HookId,
         at: Timestamp,
     ) -> Result<StampResult, MetaError> {
-        let mut states = lock(&self.states);
-        let st = states.entry(session.clone()).or_default();
-        if let Some(prev) = st.stamps.get(hook) {
-            return Ok(StampResult::Lost { at: *prev });
-        }
-        st.stamps.insert(hook.clone(), at);
-        Ok(StampResult::Won)
+        self.sessions.stamp(session, hook, at).await
     }
 }
 
@@ -396,6 +361,21 @@ pub struct InMemorySessions(Mutex<BTreeMap<SessionId, SessionRow>>);
 impl InMemorySessions {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
+    }
+    /// The session's state and lease (empty for an unknown session).
+    fn row(&self, s: &SessionId) -> (SessionState, Option<RunLease>) {
+        lock(&self.0)
+            .get(s)
+            .map(|(st, l, _)| (st.clone(), l.clone()))
+            .unwrap_or_default()
+    }
+    /// Sets a session's lease as it is, whatever was there.
+    fn put_lease(&self, s: &SessionId, lease: RunLease) {
+        let at = lease.started_at;
+        lock(&self.0)
+            .entry(s.clone())
+            .or_insert_with(|| (SessionState::default(), None, at))
+            .1 = Some(lease);
     }
 }
 
