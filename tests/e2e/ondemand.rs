@@ -22,11 +22,28 @@ fn serve_log(app: &App) -> String {
 
 #[test]
 fn a_finished_conversation_is_followed_up_with_no_serve_started_by_anyone() {
-    let app = App::real();
+    followed_up_on_demand(App::real());
+}
+
+#[test]
+fn on_postgres_the_hook_and_its_on_demand_daemon_use_the_store_chosen_at_install() {
+    let url = hooks_testkit::pg::database();
+    let app = App::real().on_store(&url);
+    followed_up_on_demand(app);
+}
+
+fn followed_up_on_demand(app: App) {
     app.api.set_final_line(Some("COMPLETED"));
     app.ok(&["init"]);
     let out = app.ok(&["install", "--idle-exit", "3"]);
     assert!(out.contains("daemon: on demand"), "{out}");
+    if let Some(url) = &app.store {
+        // Claude Code runs the hook without this test's environment: the choice of store
+        // travels in the command it runs.
+        let settings =
+            std::fs::read_to_string(app.env.claude_home().join("settings.json")).unwrap();
+        assert!(settings.contains(&format!("--store {url}")), "{settings}");
+    }
     // Past the daemon's quiet period (5 s), so the first look finds the transcript quiet.
     app.ok(&["hooks", "update", "post-task", "--delay", "6"]);
     assert!(daemons(&app).is_empty());
