@@ -166,11 +166,23 @@ fn db(e: tokio_postgres::Error) -> StoreError {
     StoreError::Io(describe(&e))
 }
 
+/// The error with its causes: a TLS failure says which (an unknown authority, a name that
+/// does not match), a refused connection says so.
 fn describe(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(d) => format!("database: {} ({})", d.message(), d.code().code()),
-        None => format!("database: {e}"),
+    if let Some(d) = e.as_db_error() {
+        return format!("database: {} ({})", d.message(), d.code().code());
     }
+    let mut text = format!("database: {e}");
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 fn is_code(e: &tokio_postgres::Error, code: &tokio_postgres::error::SqlState) -> bool {

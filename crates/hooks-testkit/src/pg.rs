@@ -26,6 +26,8 @@ pub const DURABLE_VAR: &str = "HOOKS_TEST_PG_DURABLE";
 struct Server {
     /// `postgres://user@host:port` (no database).
     base: String,
+    /// The certificate authority of a server that takes TLS connections only.
+    ca: Option<PathBuf>,
     /// The folder with `psql`, when known.
     bin: Option<PathBuf>,
     /// Keeps the private server's stdin open for as long as this process lives.
@@ -33,6 +35,7 @@ struct Server {
 }
 
 static SERVER: OnceLock<Server> = OnceLock::new();
+static TLS_SERVER: OnceLock<Server> = OnceLock::new();
 static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// The folder holding PostgreSQL's server programs: the newest `/usr/lib/postgresql/*/bin`,
@@ -82,7 +85,26 @@ fn free_port() -> u16 {
         .expect("a free port on 127.0.0.1")
 }
 
-fn start_private() -> Server {
+/// What a server that takes TLS only needs: a certificate authority, a server certificate
+/// for 127.0.0.1 and localhost signed by it, and a pg_hba.conf with `hostssl` lines only.
+const TLS_SETUP: &str = r#"set -e
+cd "$PGDIR"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=hooks-test-ca \
+  -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign \
+  -keyout ca.key -out ca.crt 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj /CN=localhost -keyout server.key -out server.csr 2>/dev/null
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost
+basicConstraints=critical,CA:FALSE
+extendedKeyUsage=serverAuth
+' > ext.cnf
+openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -extfile ext.cnf -out server.crt 2>/dev/null
+chmod 600 server.key
+printf 'local all all trust
+hostssl all all 127.0.0.1/32 trust
+' > data/pg_hba.conf
+"#;
+
+fn start_private(tls: bool) -> Server {
     let bin = bin_dir().unwrap_or_else(|| missing());
     let root = unsafe { libc::geteuid() } == 0;
     // Not a tempfile::TempDir: the shell that keeps the server removes it when it stops.
@@ -126,6 +148,19 @@ fn start_private() -> Server {
         "initdb failed: {}",
         String::from_utf8_lossy(&out.stdout)
     );
+    if tls {
+        let out = as_user(TLS_SETUP).output().expect("run openssl");
+        assert!(
+            out.status.success(),
+            "making the test server's certificates failed (openssl is needed): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let tls_args = if tls {
+        "-c ssl=on -c ssl_cert_file=\"$PGDIR/server.crt\" -c ssl_key_file=\"$PGDIR/server.key\""
+    } else {
+        ""
+    };
     for attempt in 0..5 {
         let port = free_port();
         // The server's output goes to a log in its folder; the shell prints `ready` once it
@@ -138,7 +173,7 @@ fn start_private() -> Server {
         };
         let script = format!(
             "\"$PGBIN/postgres\" -D \"$PGDIR/data\" -p {port} -c listen_addresses=127.0.0.1 \
-             -k \"$PGDIR\" {speed} \
+             -k \"$PGDIR\" {speed} {tls_args} \
              -c max_connections=200 >\"$PGDIR/log\" 2>&1 & pid=$!; \
              i=0; until \"$PGBIN/pg_isready\" -q -h 127.0.0.1 -p {port}; do \
                if ! kill -0 $pid 2>/dev/null; then echo failed; exit 1; fi; \
@@ -157,6 +192,7 @@ fn start_private() -> Server {
             let stdin = child.stdin.take().expect("stdin");
             return Server {
                 base: format!("postgres://postgres@127.0.0.1:{port}"),
+                ca: tls.then(|| dir.join("ca.crt")),
                 bin: Some(bin),
                 _keep: Some(Mutex::new((child, stdin))),
             };
@@ -177,18 +213,18 @@ fn server() -> &'static Server {
             // The URL's database, if any, is where databases are created from.
             Server {
                 base: url.to_owned(),
+                ca: None,
                 bin: bin_dir(),
                 _keep: None,
             }
         }
-        _ => start_private(),
+        _ => start_private(false),
     })
 }
 
 /// `psql`: beside the server's programs, else on PATH.
-fn psql() -> PathBuf {
-    server()
-        .bin
+fn psql(s: &Server) -> PathBuf {
+    s.bin
         .as_ref()
         .map(|b| b.join("psql"))
         .filter(|p| p.is_file())
@@ -197,7 +233,21 @@ fn psql() -> PathBuf {
 
 /// The URL of a fresh, empty database on the test server, created for the caller.
 pub fn database() -> String {
-    let s = server();
+    create_on(server())
+}
+
+/// A fresh database on a private server that takes TLS connections only (its own, even
+/// with `HOOKS_TEST_DATABASE_URL`), and the file of the certificate authority that signed
+/// its certificate (for 127.0.0.1 and localhost).
+pub fn tls_database() -> (String, PathBuf) {
+    let s = TLS_SERVER.get_or_init(|| start_private(true));
+    let ca =
+        s.ca.clone()
+            .expect("a TLS server has a certificate authority");
+    (create_on(s), ca)
+}
+
+fn create_on(s: &Server) -> String {
     let name = format!(
         "hooks_t_{}_{}",
         std::process::id(),
@@ -206,7 +256,7 @@ pub fn database() -> String {
     let admin = admin_url(&s.base);
     let t = Instant::now();
     loop {
-        let out = Command::new(psql())
+        let out = Command::new(psql(s))
             .arg(&admin)
             .args(["-q", "-v", "ON_ERROR_STOP=1", "-c"])
             .arg(format!("CREATE DATABASE {name}"))

@@ -29,3 +29,34 @@ async fn contract_on_the_postgres_store() {
 async fn session_contract_on_the_postgres_store() {
     contract::run_sessions(&|| Arc::new(fresh("host-a").1) as Arc<dyn SessionStore>).await;
 }
+
+#[tokio::test]
+async fn tls_with_sslmode_and_a_private_authority() {
+    let (url, ca) = hooks_testkit::pg::tls_database();
+    // The server takes TLS only: a plain connection is refused.
+    let plain = PgStore::open(PgOptions::new(format!("{url}?sslmode=disable"), "h"));
+    assert!(plain.is_err(), "a plain connection was refused");
+    // TLS checked against the web's authorities only: this server's is not one of them.
+    let e = PgStore::open(PgOptions::new(format!("{url}?sslmode=require"), "h"))
+        .err()
+        .expect("an unknown authority is refused")
+        .to_string();
+    assert!(e.contains("could not connect") && e.contains("UnknownIssuer"), "{e}");
+    // With its authority named, the store works over TLS.
+    let store = PgStore::open(PgOptions::new(
+        format!("{url}?sslmode=require&sslrootcert={}", ca.display()),
+        "h",
+    ))
+    .expect("TLS with the private authority");
+    let hooks = store.snapshot().await.expect("snapshot").hooks;
+    assert_eq!(hooks.len(), 1, "seeded over TLS");
+    // A missing authority file is a clear error naming it.
+    let e = PgStore::open(PgOptions::new(
+        format!("{url}?sslmode=require&sslrootcert=/nonexistent/ca.crt"),
+        "h",
+    ))
+    .err()
+    .expect("refused")
+    .to_string();
+    assert!(e.contains("sslrootcert /nonexistent/ca.crt"), "{e}");
+}
