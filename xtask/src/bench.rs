@@ -612,6 +612,13 @@ pub fn run(root: &Path, args: &[&str]) -> Result<(), String> {
             field(late, "pollP50Ms"),
             field(late, "pollP99Ms")
         );
+        let _ = writeln!(
+            t,
+            "| the same, listening, with {} other entries queued | p50 {} ms, p99 {} ms | p99 ≤ 50 ms |",
+            field(late, "busyPending"),
+            field(late, "busyListenP50Ms"),
+            field(late, "busyListenP99Ms")
+        );
     }
     let _ = writeln!(
         t,

@@ -5,7 +5,7 @@
 //!   100,000 and 1,000,000 pending (quick: 1,000 and 100,000);
 //! - with `HOOKS_APP_BIN` set: `claude-hook` as a whole process (connect, enqueue, exit), and
 //!   the lateness of an entry queued by another process, as another host would, with the
-//!   daemon listening (LISTEN/NOTIFY) and polling.
+//!   daemon listening (LISTEN/NOTIFY) and polling, and listening with a busy queue.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -154,7 +154,7 @@ fn claude_hook(bin: &Path, runs: usize) -> (f64, f64) {
 
 /// Lateness (start − due) of entries queued one by one by other processes, each as on
 /// another machine (its own data folder), for a daemon on host `a`.
-fn lateness(bin: &Path, n: usize, poll: bool) -> (f64, f64) {
+fn lateness(bin: &Path, n: usize, poll: bool, queued: usize) -> (f64, f64) {
     let url = hooks_testkit::pg::database();
     let dir = tempfile::tempdir().expect("temp");
     let (daemon_dir, other_dir, work) = (
@@ -283,10 +283,12 @@ fn main() {
     if let Some(bin) = std::env::var_os("HOOKS_APP_BIN").map(PathBuf::from) {
         let (p50, p99) = claude_hook(&bin, if quick { 20 } else { 100 });
         let n = if quick { 10 } else { 60 };
-        let (l50, l99) = lateness(&bin, n, false);
-        let (p_l50, p_l99) = lateness(&bin, n, true);
+        let (l50, l99) = lateness(&bin, n, false, 0);
+        let (p_l50, p_l99) = lateness(&bin, n, true, 0);
+        let busy = if quick { 10_000 } else { 100_000 };
+        let (b50, b99) = lateness(&bin, n, false, busy);
         extra = format!(
-            ",\"claudeHook\":{{\"p50Ms\":{p50:.2},\"p99Ms\":{p99:.2}}},\"lateness\":{{\"listenP50Ms\":{l50:.1},\"listenP99Ms\":{l99:.1},\"pollP50Ms\":{p_l50:.1},\"pollP99Ms\":{p_l99:.1},\"samples\":{n}}}"
+            ",\"claudeHook\":{{\"p50Ms\":{p50:.2},\"p99Ms\":{p99:.2}}},\"lateness\":{{\"listenP50Ms\":{l50:.1},\"listenP99Ms\":{l99:.1},\"pollP50Ms\":{p_l50:.1},\"pollP99Ms\":{p_l99:.1},\"busyPending\":{busy},\"busyListenP50Ms\":{b50:.1},\"busyListenP99Ms\":{b99:.1},\"samples\":{n}}}"
         );
     }
     println!("{{\"postgres\":[{}]{extra}}}", rows.join(","));

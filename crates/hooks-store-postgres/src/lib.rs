@@ -382,6 +382,12 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, Tls), StoreError> {
             }
             None => true,
         })
+        // libpq's verifying modes: every TLS connection here verifies the certificate and
+        // the host name, so they are `require`.
+        .map(|kv| match kv {
+            "sslmode=verify-ca" | "sslmode=verify-full" => "sslmode=require",
+            other => other,
+        })
         .collect();
     let url = if kept.is_empty() {
         base.to_owned()
@@ -1477,5 +1483,49 @@ async fn listen(inner: Arc<Inner>, wake: Box<dyn Fn() + Send + Sync>) {
         let _ = r;
         tokio::time::sleep(backoff).await;
         backoff = (backoff * 2).min(std::time::Duration::from_secs(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_read_as_libpq_reads_them_and_passwords_never_shown() {
+        for (url, tls) in [
+            ("postgres://u@h:5432/db", true),
+            ("postgres://u@h/db?sslmode=disable", false),
+            (
+                "postgresql://u@h/db?sslmode=require&connect_timeout=3",
+                true,
+            ),
+            ("postgres://u@h/db?sslmode=verify-full", true),
+            (
+                "postgres://u@h/db?sslmode=verify-ca&application_name=x",
+                true,
+            ),
+        ] {
+            let (_, t) = parse_url(url).unwrap_or_else(|e| panic!("{url}: {e}"));
+            assert_eq!(matches!(t, Tls::On(_)), tls, "{url}");
+        }
+        for bad in [
+            "postgres://u@h/db?sslmode=sometimes",
+            "postgres://u@h/db?nonsense=1",
+        ] {
+            let e = parse_url(bad).err().expect("refused").to_string();
+            assert!(
+                e.starts_with("invalid store: must be a PostgreSQL URL"),
+                "{e}"
+            );
+        }
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/hooks?sslmode=require"),
+            "postgres://app:***@db:5432/hooks?sslmode=require"
+        );
+        assert_eq!(
+            redact("postgres://db/hooks?user=a&password=x"),
+            "postgres://db/hooks?user=a&password=***"
+        );
+        assert_eq!(redact("postgres://app@db/hooks"), "postgres://app@db/hooks");
     }
 }

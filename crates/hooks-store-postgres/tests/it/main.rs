@@ -41,7 +41,10 @@ async fn tls_with_sslmode_and_a_private_authority() {
         .err()
         .expect("an unknown authority is refused")
         .to_string();
-    assert!(e.contains("could not connect") && e.contains("UnknownIssuer"), "{e}");
+    assert!(
+        e.contains("could not connect") && e.contains("UnknownIssuer"),
+        "{e}"
+    );
     // With its authority named, the store works over TLS.
     let store = PgStore::open(PgOptions::new(
         format!("{url}?sslmode=require&sslrootcert={}", ca.display()),
