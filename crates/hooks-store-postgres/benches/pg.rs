@@ -196,6 +196,17 @@ fn lateness(bin: &Path, n: usize, poll: bool, queued: usize) -> (f64, f64) {
         &daemon_dir,
         &["hooks", "update", "post-task", "--delay", "0"],
     );
+    if queued > 0 {
+        // Other hosts' entries and entries not due yet: what a busy shared queue holds.
+        psql(
+            &url,
+            &format!(
+                "INSERT INTO pending (hook_id, session_id, host, due_at, queued_at) \
+                 SELECT 'post-task', 'busy-' || g, CASE WHEN g % 2 = 0 THEN 'a' ELSE 'other' END, \
+                 now() + interval '1 day', now() FROM generate_series(1, {queued}) g; ANALYZE pending"
+            ),
+        );
+    }
     let mut serve = app(bin, &url, "a", &daemon_dir);
     serve
         .arg("--workspace")

@@ -40,6 +40,8 @@ CREATE TABLE pending (
 CREATE INDEX pending_due ON pending (due_at);
 CREATE INDEX pending_host_due ON pending (host, due_at);
 CREATE INDEX pending_session ON pending (session_id);
+-- A daemon asks between passes whether some entry waits for a conversation to close.
+CREATE INDEX pending_waiting_open ON pending (session_id) WHERE waiting_open;
 -- At most one claimed entry per session, across every host: the database enforces it.
 CREATE UNIQUE INDEX pending_one_claim_per_session ON pending (session_id)
     WHERE claim_owner IS NOT NULL;
