@@ -482,6 +482,12 @@ pub fn log_in(app: &App, d: &Served) -> (String, String) {
     let cookie = set.split(';').next().unwrap().to_owned();
     let page = call(d.addr, "GET", "/", &[("Cookie", &cookie)], None);
     assert_eq!(page.status, 200);
+    let csp = page.header("content-security-policy").unwrap_or_default();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    assert_eq!(page.header("referrer-policy"), Some("same-origin"));
     (cookie, page.body)
 }
 

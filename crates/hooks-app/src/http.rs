@@ -373,6 +373,24 @@ pub fn respond(
         HeaderValue::from_static("nosniff"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // The login link carries a token: no page of ours tells another site where it came from
+    // (same-origin, not no-referrer: with that, a browser sends `Origin: null` on the
+    // page's own form posts).
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if content_type.starts_with("text/html") {
+        // The page's own inline style and script, calls and forms to itself, nothing else.
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+                 base-uri 'none'",
+            ),
+        );
+    }
     r
 }
 
