@@ -63,16 +63,21 @@ pub struct HookPlan {
     pub closed: bool,
 }
 
-/// Reads one Claude Code hook input (as `claude-hook` gets it on stdin, or the daemon in
-/// the body of an `http` hook's POST). `Ok(None)`: nothing to do.
-pub fn plan(ctx: &Context, buf: &[u8], on: Option<HookTrigger>) -> AppResult<Option<HookPlan>> {
+/// Reads one Claude Code hook input, `from` naming where it came (`stdin` for
+/// `claude-hook`, `body` for an `http` hook's POST to the daemon). `Ok(None)`: nothing to do.
+pub fn plan(
+    ctx: &Context,
+    buf: &[u8],
+    on: Option<HookTrigger>,
+    from: &str,
+) -> AppResult<Option<HookPlan>> {
     if buf.len() as u64 > MAX_INPUT {
         return Err(AppError::invalid(format!(
-            "stdin: the hook input is over {MAX_INPUT} bytes"
+            "{from}: the hook input is over {MAX_INPUT} bytes"
         )));
     }
     let input: HookInput = serde_json::from_slice(buf)
-        .map_err(|e| AppError::invalid(format!("stdin: not a Claude Code hook input ({e})")))?;
+        .map_err(|e| AppError::invalid(format!("{from}: not a Claude Code hook input ({e})")))?;
     let from_transcript = || {
         input
             .transcript_path
@@ -150,7 +155,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         // A follow-up's own Stop or SessionEnd: the app started that run.
         return Ok(());
     }
-    let Some(plan) = plan(ctx, &buf, on)? else {
+    let Some(plan) = plan(ctx, &buf, on, "stdin")? else {
         return Ok(());
     };
     let (service, _) = ctx.service(

@@ -539,11 +539,16 @@ impl Clock for SystemClock {
 
 /// This host's name, as leases and claim owners carry it.
 pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_owned())
-        .ok()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "host".into())
+    // Read once: the hook's path asks for it more than once (the host id, the lease host).
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .ok()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "host".into())
+    })
+    .clone()
 }
 
 /// A claim owner unique to this process: host, pid and a nonce.

@@ -929,14 +929,7 @@ async fn events(
             Vec::new()
         } else {
             let on = on_end.then_some(crate::cli::HookTrigger::SessionEnd);
-            let plan = crate::claude_hook::plan(&s.ctx, bytes, on).map_err(|e| {
-                let rule = e
-                    .message
-                    .strip_prefix("stdin: ")
-                    .unwrap_or(&e.message)
-                    .to_owned();
-                ApiError::bad("body", rule)
-            })?;
+            let plan = crate::claude_hook::plan(&s.ctx, bytes, on, "body")?;
             match plan {
                 None => Vec::new(),
                 Some(p) => crate::claude_hook::carry_out(&s.svc, &p).await?.0,
