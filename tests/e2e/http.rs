@@ -394,7 +394,7 @@ fn oversized_and_slow_requests_are_refused() {
     // Headers that never end: the connection is cut.
     let mut s = TcpStream::connect(d.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-    s.write_all(b"GET /api/v1/hooks HTTP/1.1\r\nHost: x\r\n")
+    s.write_all(format!("GET /api/v1/hooks HTTP/1.1\r\nHost: {}\r\n", d.addr).as_bytes())
         .unwrap();
     let t = std::time::Instant::now();
     let mut buf = Vec::new();
@@ -407,7 +407,8 @@ fn oversized_and_slow_requests_are_refused() {
     let mut s = TcpStream::connect(d.addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     let head = format!(
-        "POST /api/v1/hooks HTTP/1.1\r\nHost: x\r\nAuthorization: {}\r\nContent-Length: 100\r\n\r\n{{\"name\":",
+        "POST /api/v1/hooks HTTP/1.1\r\nHost: {}\r\nAuthorization: {}\r\nContent-Length: 100\r\n\r\n{{\"name\":",
+        d.addr,
         d.auth()
     );
     s.write_all(head.as_bytes()).unwrap();

@@ -13,6 +13,7 @@ mod interactive;
 mod ondemand;
 mod postgres;
 mod reliability;
+mod security;
 mod support;
 mod tour;
 mod webhook;

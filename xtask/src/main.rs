@@ -240,8 +240,19 @@ fn layering() -> Result<(), String> {
             }
         }
     }
+    // The platform crate is below everything: it knows no crate of the workspace.
+    let platform = tree("hooks-platform")?;
+    if let Some(d) = platform
+        .iter()
+        .find(|d| d.starts_with("hooks-") && *d != "hooks-platform")
+    {
+        return Err(format!(
+            "hooks-platform depends on {d}: it must know no crate of the workspace"
+        ));
+    }
     for pkg in [
         "hooks-core",
+        "hooks-platform",
         "hooks-store-json",
         "hooks-store-postgres",
         "hooks-meta",

@@ -201,6 +201,9 @@ pub enum Command {
     },
     /// Check the set-up and say how to fix each problem
     Doctor(JsonFlag),
+    /// Approve the prompt files a project brings (.claude/agents/hooks/*.md), so its
+    /// conversations' follow-ups may use them; list or revoke approvals
+    Trust(TrustArgs),
     /// Print a completion script for a shell, e.g. `hooks-app completions bash > /etc/bash_completion.d/hooks-app`
     Completions {
         #[arg(value_enum)]
@@ -256,6 +259,18 @@ pub enum BudgetCmd {
     Show(JsonFlag),
     /// Remove the budget
     Clear,
+}
+
+#[derive(Debug, Args, PartialEq, Eq)]
+pub struct TrustArgs {
+    /// The project folder [default: the current directory]
+    pub dir: Option<PathBuf>,
+    /// List the approved files, and whether each is unchanged
+    #[arg(long, conflicts_with_all = ["revoke", "dir"])]
+    pub list: bool,
+    /// Withdraw the approvals of the project's prompt files
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 #[derive(Debug, Args, Clone, Copy)]

@@ -40,7 +40,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         }
         _ => {}
     }
-    let ctx = match Context::resolve(&cli.global) {
+    let mut ctx = match Context::resolve(&cli.global) {
         Ok(c) => c,
         // Exit 2 from a Claude Code hook would block Claude.
         Err(e) if matches!(cli.command, Command::ClaudeHook(_)) => {
@@ -51,7 +51,10 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
     match cli.command {
         Command::Completions { .. } | Command::Man => {}
         Command::ClaudeHook(a) => return Ok(claude_hook::run(&ctx, a.on)),
-        Command::Init => init(&ctx)?,
+        Command::Init => {
+            context::record_workspace(&mut ctx)?;
+            init(&ctx)?
+        }
         Command::Hooks(h) => hooks(&ctx, h)?,
         Command::Pending(j) => pending(&ctx, j.json)?,
         Command::History { id, json } => history(&ctx, &id, json.json)?,
@@ -74,7 +77,12 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             origin,
             json,
         } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
-        Command::Install(a) => install::install(&ctx, &a)?,
+        Command::Install(a) => {
+            if !a.dry_run {
+                context::record_workspace(&mut ctx)?;
+            }
+            install::install(&ctx, &a)?
+        }
         Command::Uninstall(a) => install::uninstall(&ctx, &a)?,
         Command::Store(cmd) => crate::storecmd::run(&ctx, cmd)?,
         Command::Prune { older_than } => prune(&ctx, older_than)?,
@@ -83,6 +91,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Status(j) => doctor::status(&ctx, j.json)?,
         Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
+        Command::Trust(a) => crate::trust::command(&ctx, &a)?,
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -130,6 +139,9 @@ fn init(ctx: &Context) -> AppResult {
     let existed = ctx.existing_store().is_ok();
     let store = ctx.open_store()?;
     block_on(store.snapshot())??;
+    for said in context::tighten_data_dir(&ctx.data_dir) {
+        println!("{said}");
+    }
     crate::http::token(&ctx.data_dir)?;
     let removed = store.signals.housekeep()?;
     if removed > 0 {
@@ -684,7 +696,11 @@ fn notify(
                     .map(|p| p.to_string_lossy().into_owned())
                     .unwrap_or(c)
             }),
-            transcript_path: transcript,
+            transcript_path: transcript.map(|t| {
+                std::path::absolute(&t)
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .unwrap_or(t)
+            }),
             origin: origin.as_deref().map(Origin::parse).transpose()?,
         },
         subagent: false,
@@ -742,8 +758,20 @@ fn open(ctx: &Context, no_browser: bool) -> AppResult {
         } else {
             "xdg-open"
         };
+        // The browser gets a file only this user can read, which sends it on: a token on
+        // the opener's command line would be in /proc/*/cmdline for every local user.
+        let page = ctx.data_dir.join("open.html");
+        let url_attr = login.replace('&', "&amp;").replace('"', "&quot;");
+        context::write_private(
+            &page,
+            &format!(
+                "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>\
+                 <meta http-equiv=refresh content=\"0;url={url_attr}\">\
+                 <title>hooks-app</title><p><a href=\"{url_attr}\">Open hooks-app</a></p>\n"
+            ),
+        )?;
         let _ = std::process::Command::new(opener)
-            .arg(&login)
+            .arg(format!("file://{}", page.display()))
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -28,7 +28,13 @@ pub struct Context {
     /// Whether the data folder was chosen by flag or variable (and must be passed on to
     /// the hook command that `install` writes).
     pub data_dir_explicit: bool,
+    /// Where prompt files are found after the conversation's own project (and where no
+    /// approval is needed): `--workspace`, else the one `init` or `install` recorded, else
+    /// the current folder.
     pub workspace: PathBuf,
+    /// `--workspace`, else the current folder: the project `install --scope project|local`
+    /// edits, and the workspace `init` and `install` record.
+    pub here: PathBuf,
     pub claude_home: PathBuf,
     pub claude_bin: PathBuf,
     /// The last line that marks a conversation as done.
@@ -157,10 +163,14 @@ impl Context {
                 None => home()?.join(".local/share/hooks-app"),
             },
         };
-        let workspace = match &g.workspace {
+        let here = match &g.workspace {
             Some(w) => absolute(w)?,
             None => std::env::current_dir()
                 .map_err(|e| AppError::runtime(format!("current directory: {e}")))?,
+        };
+        let workspace = match &g.workspace {
+            Some(_) => here.clone(),
+            None => recorded_workspace(&data_dir).unwrap_or_else(|| here.clone()),
         };
         let claude_home = match g.claude_home.as_ref().filter(|p| !p.as_os_str().is_empty()) {
             Some(c) => absolute(c)?,
@@ -205,6 +215,7 @@ impl Context {
             data_dir,
             data_dir_explicit,
             workspace,
+            here,
             claude_home,
             claude_bin,
             done_marker,
@@ -253,11 +264,14 @@ impl Context {
     pub fn open(&self, choice: &StoreChoice, create: bool) -> AppResult<Store> {
         Ok(match choice {
             StoreChoice::Json { dir, .. } => {
-                let json = Arc::new(if create {
-                    JsonStore::open(dir, SystemClock.now())?
-                } else {
-                    JsonStore::open_existing(dir)?
-                });
+                let json = Arc::new(
+                    if create {
+                        JsonStore::open(dir, SystemClock.now())?
+                    } else {
+                        JsonStore::open_existing(dir)?
+                    }
+                    .with_max_bytes(store_max_bytes()?),
+                );
                 Store {
                     data: json.clone(),
                     sessions: Arc::new(SessionFiles::new(dir)),
@@ -325,7 +339,7 @@ impl Context {
             store: store.data.clone(),
             meta: Arc::new(self.meta(&store)),
             runner,
-            prompts: Arc::new(FilePrompts::new(&self.workspace)),
+            prompts: Arc::new(FilePrompts::new(&self.workspace, &self.data_dir)),
             clock: Arc::new(StoreClock(store.clock_offset)),
         };
         Ok((Service::new(ports, config), store))
@@ -434,6 +448,52 @@ impl Context {
             cmd.push_str(&shell_quote(&a));
         }
         Ok(cmd)
+    }
+}
+
+/// The file that records the workspace `init` or `install` was run for.
+pub const WORKSPACE_FILE: &str = "workspace.json";
+
+/// The workspace recorded in the data folder, if any.
+pub fn recorded_workspace(data_dir: &Path) -> Option<PathBuf> {
+    let bytes = hooks_platform::read_regular(
+        &data_dir.join(WORKSPACE_FILE),
+        hooks_platform::ReadLimit::bytes(64 * 1024),
+    )
+    .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let p = PathBuf::from(v.get("workspace")?.as_str()?);
+    p.is_absolute().then_some(p)
+}
+
+/// Records `here` as the workspace every later command and daemon of this data folder
+/// uses (unless given `--workspace`): a daemon started from some project's conversation
+/// must not take that project for the user's own folder.
+pub fn record_workspace(ctx: &mut Context) -> AppResult {
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "workspace": ctx.here.to_string_lossy(),
+    }))
+    .unwrap_or_default();
+    write_private(&ctx.data_dir.join(WORKSPACE_FILE), &format!("{text}\n"))?;
+    ctx.workspace = ctx.here.clone();
+    Ok(())
+}
+
+/// The largest `hooks.json` read: `HOOKS_STORE_MAX_MB` megabytes, 256 unless set.
+fn store_max_bytes() -> AppResult<u64> {
+    match std::env::var("HOOKS_STORE_MAX_MB") {
+        Err(_) => Ok(hooks_store_json::DEFAULT_MAX_STORE_BYTES),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|mb| (1..=1_048_576).contains(mb))
+            .map(|mb| mb * 1024 * 1024)
+            .ok_or_else(|| {
+                AppError::invalid(format!(
+                    "HOOKS_STORE_MAX_MB: must be a whole number of megabytes from 1 to 1048576 (got {v:?})"
+                ))
+            }),
     }
 }
 
@@ -568,7 +628,7 @@ pub fn write_private(path: &Path, text: &str) -> AppResult {
         path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
         std::process::id()
     ));
-    std::fs::create_dir_all(dir)
+    create_private_dir(dir)
         .and_then(|()| {
             let mut f = std::fs::OpenOptions::new()
                 .write(true)
@@ -580,6 +640,51 @@ pub fn write_private(path: &Path, text: &str) -> AppResult {
             std::fs::rename(&tmp, path)
         })
         .map_err(|e| AppError::runtime(format!("could not write {}: {e}", path.display())))
+}
+
+/// Creates `dir` and any missing parents private to their owner (0700); a folder that is
+/// already there keeps its mode.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// The folders of a data folder that hold what others must not read.
+const PRIVATE_DIRS: [&str; 4] = ["", "http-logins", "daemons", "sessions"];
+
+/// The data folder's folders that others can enter or read, with their modes.
+pub fn loose_dirs(data_dir: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    PRIVATE_DIRS
+        .iter()
+        .map(|d| data_dir.join(d))
+        .filter_map(|d| {
+            let m = std::fs::symlink_metadata(&d).ok()?;
+            let mode = m.permissions().mode() & 0o7777;
+            (m.is_dir() && mode & 0o077 != 0).then_some((d, mode))
+        })
+        .collect()
+}
+
+/// Makes the data folder's folders private (0700) where others could read them; says
+/// what it changed.
+pub fn tighten_data_dir(data_dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    loose_dirs(data_dir)
+        .into_iter()
+        .map(|(d, mode)| {
+            match std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)) {
+                Ok(()) => format!("made {} private (0700; it was {mode:04o})", d.display()),
+                Err(e) => format!(
+                    "could not make {} private (it is {mode:04o}): {e}",
+                    d.display()
+                ),
+            }
+        })
+        .collect()
 }
 
 /// Opens (creating, 0600) a file that is only ever locked, never written.
@@ -721,6 +826,7 @@ mod store_tests {
             data_dir: "/d".into(),
             data_dir_explicit: false,
             workspace: "/w".into(),
+            here: "/w".into(),
             claude_home: "/c".into(),
             claude_bin: "claude".into(),
             done_marker: "DONE".into(),

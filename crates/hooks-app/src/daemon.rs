@@ -121,14 +121,10 @@ pub fn daemon_running(dir: &Path) -> bool {
 
 pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     init_logging(a.run.log_format);
-    let (svc, store) = build(ctx, &a.run)?;
-    match crate::prompts::write_default_prompt(&ctx.workspace) {
-        Ok(Some(p)) => info!(path = %p.display(), "wrote the default post-task prompt"),
-        Ok(None) => {}
-        Err(e) => {
-            warn!(error = %e, workspace = %ctx.workspace.display(), "could not write the default prompt")
-        }
+    for said in context::tighten_data_dir(&ctx.data_dir) {
+        warn!("{said}");
     }
+    let (svc, store) = build(ctx, &a.run)?;
     let singleton = if a.on_demand {
         match crate::ondemand::take_singleton(&ctx.data_dir) {
             Some(l) => Some(l),
@@ -141,7 +137,9 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
         None
     };
     let _registered = crate::ondemand::register(&ctx.data_dir, a.on_demand);
-    let mark = mark_running(&ctx.data_dir);
+    // Held for the daemon's whole life (an idle exit lets go of it just before its last
+    // look): `status`, `doctor` and an on-demand start see that a daemon runs.
+    let mut mark = mark_running(&ctx.data_dir);
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
     let grace = Duration::from_secs(a.run.shutdown_grace);
     let rt = runtime()?;
@@ -160,10 +158,10 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
             Some(crate::http::token(&ctx.data_dir)?)
         };
         let listener = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
-        let at = listener
+        let bound = listener
             .local_addr()
-            .map(|a| a.to_string())
-            .unwrap_or_default();
+            .map_err(|e| AppError::runtime(format!("http: {e}")))?;
+        let at = bound.to_string();
         let state = Arc::new(crate::http::HttpState::new(
             svc.clone(),
             store.clone(),
@@ -171,6 +169,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
             ctx.clone(),
             token,
             metrics.clone(),
+            bound,
         ));
         let _in_rt = rt.enter();
         crate::http::spawn(listener, state);
@@ -181,13 +180,16 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let idle = a
         .idle_exit
         .or(a.on_demand.then_some(crate::ondemand::DEFAULT_IDLE_EXIT));
-    lp.idle = idle.map(|secs| Idle {
-        after: Duration::from_secs(secs),
-        dir: ctx.data_dir.clone(),
-        mark,
-        singleton,
-    });
+    if let Some(secs) = idle {
+        lp.idle = Some(Idle {
+            after: Duration::from_secs(secs),
+            dir: ctx.data_dir.clone(),
+            mark: mark.take(),
+            singleton,
+        });
+    }
     rt.block_on(lp.run(grace))?;
+    drop(mark);
     info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -229,7 +231,14 @@ struct Loop {
     idle_since: Option<Instant>,
     /// What `/metrics` shows of this daemon's firings, when it serves HTTP.
     metrics: Option<Arc<crate::http::Metrics>>,
+    /// After a failed look at the store: how long until the next try (1 s, doubling to
+    /// 60 s), so a passing fault never leaves the daemon without a timer.
+    store_backoff: Option<Duration>,
 }
+
+/// The first wait after a failed look at the store, and the longest.
+const BACKOFF_FIRST: Duration = Duration::from_secs(1);
+const BACKOFF_MAX: Duration = Duration::from_secs(60);
 
 /// What an idle exit needs: how long, and the locks to let go of before the last look.
 struct Idle {
@@ -301,6 +310,27 @@ impl Loop {
             idle: None,
             idle_since: None,
             metrics: None,
+            store_backoff: None,
+        }
+    }
+
+    /// A look at the store failed: logged when it starts failing (not at every retry), and
+    /// tried again after the current backoff.
+    fn store_failed(&mut self, what: &str, e: &dyn std::fmt::Display) -> Duration {
+        let wait = match self.store_backoff {
+            None => {
+                error!(error = %e, retry_in_s = BACKOFF_FIRST.as_secs(), "{what} failed; trying again with a backoff");
+                BACKOFF_FIRST
+            }
+            Some(w) => (w * 2).min(BACKOFF_MAX),
+        };
+        self.store_backoff = Some(wait);
+        wait
+    }
+
+    fn store_ok(&mut self) {
+        if self.store_backoff.take().is_some() {
+            info!("the store answers again");
         }
     }
 
@@ -359,33 +389,29 @@ impl Loop {
             .collect()
     }
 
-    async fn claim(&mut self, limit: usize) -> bool {
+    /// Claims up to `limit` entries; `Err` carries how long to wait before trying again.
+    async fn claim(&mut self, limit: usize) -> Result<bool, Duration> {
         match self.svc.claim(limit).await {
             Ok(c) => {
                 let got = !c.is_empty();
                 self.waiting.extend(c);
-                got
+                Ok(got)
             }
-            Err(e) => {
-                error!(error = %e, "claim failed");
-                false
-            }
+            Err(e) => Err(self.store_failed("claiming", &e)),
         }
     }
 
     /// When the next entry may become claimable, asked of the store; notes whether any
     /// entry waits for an open conversation.
-    async fn next_wake(&mut self) -> Option<Timestamp> {
+    /// `Err` carries how long to wait before looking again.
+    async fn next_wake(&mut self) -> Result<Option<Timestamp>, Duration> {
         match self.store.summary(self.svc.now()).await {
             Ok(s) => {
                 self.open_waits = s.open_waits;
                 self.pending = usize::from(s.any_pending);
-                s.next_wake
+                Ok(s.next_wake)
             }
-            Err(e) => {
-                error!(error = %e, "reading the store failed");
-                None
-            }
+            Err(e) => Err(self.store_failed("reading the store", &e)),
         }
     }
 
@@ -421,7 +447,11 @@ impl Loop {
             {
                 error!(error = %e, "checking open conversations failed");
             }
-            self.claim(usize::MAX).await;
+            if self.claim(usize::MAX).await.is_err() {
+                return Err(AppError::runtime(
+                    "could not claim what is due: the store did not answer (see the log)",
+                ));
+            }
         }
         let mut recheck = true;
         let mut wake: Option<Instant> = None;
@@ -431,19 +461,35 @@ impl Loop {
                     let free = self
                         .concurrency
                         .saturating_sub(self.running.len() + self.waiting.len());
-                    let claimed = free > 0 && self.claim(free).await;
+                    let claimed = if free > 0 {
+                        self.claim(free).await
+                    } else {
+                        Ok(false)
+                    };
                     let now = self.svc.now();
-                    wake = self.next_wake().await.map(|t| {
-                        let secs = (t - now).as_seconds_f64().max(0.0);
-                        let at = Instant::now() + Duration::from_secs_f64(secs);
-                        // Due but not claimable now (its session is busy elsewhere, or
-                        // no slot is free): look again in a second, not in a busy loop.
-                        if secs == 0.0 && !claimed {
-                            at + Duration::from_secs(1)
-                        } else {
-                            at
+                    let next = match claimed {
+                        Ok(claimed) => self.next_wake().await.map(|t| (t, claimed)),
+                        Err(wait) => Err(wait),
+                    };
+                    wake = match next {
+                        Ok((t, claimed)) => {
+                            self.store_ok();
+                            t.map(|t| {
+                                let secs = (t - now).as_seconds_f64().max(0.0);
+                                let at = Instant::now() + Duration::from_secs_f64(secs);
+                                // Due but not claimable now (its session is busy elsewhere,
+                                // or no slot is free): look again in a second, not in a busy
+                                // loop.
+                                if secs == 0.0 && !claimed {
+                                    at + Duration::from_secs(1)
+                                } else {
+                                    at
+                                }
+                            })
                         }
-                    });
+                        // The store did not answer: a timer all the same.
+                        Err(wait) => Some(Instant::now() + wait),
+                    };
                     recheck = false;
                     // Its folder deleted (a user's clean-up, a temporary folder gone), a
                     // daemon has nothing left to serve and would otherwise stay forever.

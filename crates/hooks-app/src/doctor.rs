@@ -176,6 +176,31 @@ impl Check {
 pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     let mut checks = Vec::new();
     let data = ctx.data_dir.display().to_string();
+    let loose = crate::context::loose_dirs(&ctx.data_dir);
+    if ctx.data_dir.is_dir() {
+        checks.push(if loose.is_empty() {
+            Check {
+                name: "data folder",
+                ok: true,
+                detail: format!("{data} is private to you"),
+                fix: None,
+            }
+        } else {
+            Check {
+                name: "data folder",
+                ok: false,
+                detail: format!(
+                    "others on this machine can read {}: it holds the API token and login links",
+                    loose
+                        .iter()
+                        .map(|(d, m)| format!("{} ({m:04o})", d.display()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                fix: Some(format!("chmod 700 {data} (hooks-app init does it)")),
+            }
+        });
+    }
 
     if let crate::context::RunnerChoice::Webhook { url, token_file } = &ctx.runner {
         let valid = ctx.runner(std::time::Duration::from_secs(1));
@@ -376,7 +401,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     });
     // A capped hook whose prompt file names a model without a price would always be skipped.
     if let (Ok(s), Ok(table)) = (&snapshot, &prices) {
-        let prompts = FilePrompts::new(&ctx.workspace);
+        let prompts = FilePrompts::new(&ctx.workspace, &ctx.data_dir);
         for h in s
             .hooks
             .iter()
@@ -400,8 +425,39 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         }
     }
 
+    // Prompt files this project brings: used only once approved.
+    let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    if canon(&ctx.here) != canon(&ctx.workspace) {
+        let trust = crate::trust::TrustList::load(&ctx.data_dir).unwrap_or_default();
+        let dir = crate::trust::prompt_dir(&ctx.here);
+        let waiting: Vec<String> = crate::trust::project_prompt_names(&ctx.here)
+            .into_iter()
+            .filter(|n| {
+                !matches!(
+                    crate::trust::read_prompt_file(&dir, n, crate::prompts::MAX_PROMPT_BYTES),
+                    Ok(Some((real, bytes))) if trust.approves(&real, &bytes)
+                )
+            })
+            .collect();
+        if !waiting.is_empty() {
+            checks.push(Check {
+                name: "project prompts",
+                ok: false,
+                detail: format!(
+                    "{} has prompt files that wait for approval ({}): its follow-ups use the workspace's files of those names, or are skipped",
+                    ctx.here.display(),
+                    waiting.join(", ")
+                ),
+                fix: Some(format!(
+                    "review them, then hooks-app trust {}",
+                    crate::context::shell_quote(&ctx.here.to_string_lossy())
+                )),
+            });
+        }
+    }
+
     if let Ok(s) = &snapshot {
-        let prompts = FilePrompts::new(&ctx.workspace);
+        let prompts = FilePrompts::new(&ctx.workspace, &ctx.data_dir);
         for h in s.hooks.iter().filter(|h| h.enabled) {
             let found = prompts
                 .candidates(&h.prompt_file, None)

@@ -53,7 +53,10 @@ pub const LOGIN_DIR: &str = "http-logins";
 pub const ADDRESS_FILE: &str = "http.json";
 /// How long a one-time login token lasts.
 pub const LOGIN_TTL_SECS: u64 = 300;
-const COOKIE: &str = "hooks_app_session";
+/// How long a page session lasts without use; each use renews it.
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+/// The most page sessions kept at once (the oldest goes first).
+const MAX_SESSIONS: usize = 64;
 /// The header an `http` hook carries the follow-up guard in.
 pub const FOLLOW_UP_HEADER: &str = "x-hooks-app-follow-up";
 
@@ -160,7 +163,18 @@ pub fn token(data_dir: &Path) -> Result<String, AppError> {
     Ok(t)
 }
 
-/// A one-time login token for the page, good for [`LOGIN_TTL_SECS`].
+/// A token as it is kept at rest: its SHA-256, so a file name or a copy of the folder
+/// gives nobody a login.
+fn token_hash(t: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(t.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A one-time login token for the page, good for [`LOGIN_TTL_SECS`]. Only its hash is
+/// written down.
 pub fn one_time_login(data_dir: &Path) -> Result<String, AppError> {
     let dir = data_dir.join(LOGIN_DIR);
     let t = random_hex(24)?;
@@ -169,7 +183,7 @@ pub fn one_time_login(data_dir: &Path) -> Result<String, AppError> {
         .map(|d| d.as_secs())
         .unwrap_or(0)
         + LOGIN_TTL_SECS;
-    crate::context::write_private(&dir.join(&t), &format!("{until}\n"))?;
+    crate::context::write_private(&dir.join(token_hash(&t)), &format!("{until}\n"))?;
     Ok(t)
 }
 
@@ -178,7 +192,7 @@ fn use_login(dir: &Path, t: &str) -> bool {
     if t.is_empty() || t.len() > 128 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
         return false;
     }
-    let p = dir.join(t);
+    let p = dir.join(token_hash(t));
     let Ok(text) = std::fs::read_to_string(&p) else {
         return false;
     };
@@ -211,8 +225,15 @@ pub struct HttpState {
     /// `None` with `--http-no-auth`.
     pub token: Option<String>,
     pub metrics: Arc<Metrics>,
-    /// Page sessions: cookie value → CSRF token.
-    sessions: Mutex<HashMap<String, String>>,
+    /// Page sessions: cookie value → its CSRF token and when it lapses.
+    sessions: Mutex<HashMap<String, PageSession>>,
+    /// Where this server listens: the `Host` a request must name, and the cookie's name.
+    addr: SocketAddr,
+}
+
+struct PageSession {
+    csrf: String,
+    expires: std::time::Instant,
 }
 
 impl HttpState {
@@ -223,6 +244,7 @@ impl HttpState {
         ctx: Context,
         token: Option<String>,
         metrics: Arc<Metrics>,
+        addr: SocketAddr,
     ) -> Self {
         Self {
             svc,
@@ -232,7 +254,27 @@ impl HttpState {
             token,
             metrics,
             sessions: Mutex::new(HashMap::new()),
+            addr,
         }
+    }
+
+    /// The page's cookie, named for this port: cookies ignore ports (RFC 6265), so another
+    /// server on this host must not be sent a session of this one by its name.
+    pub fn cookie_name(&self) -> String {
+        format!("hooks_app_{}", self.addr.port())
+    }
+
+    /// Whether `host` (a request's `Host`) names this server: its address, or `localhost`
+    /// on its port. A page of another name reached through DNS rebinding is refused. An
+    /// address that is not loopback sits behind a proxy, whose name is not known here.
+    fn host_ok(&self, host: Option<&str>) -> bool {
+        if !self.addr.ip().is_loopback() {
+            return true;
+        }
+        let Some(host) = host else { return false };
+        let port = self.addr.port();
+        host.eq_ignore_ascii_case(&self.addr.to_string())
+            || host.eq_ignore_ascii_case(&format!("localhost:{port}"))
     }
 }
 
@@ -252,16 +294,48 @@ pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<tokio::net::TcpLis
     Ok(l)
 }
 
-/// Serves connections until the process ends.
+/// The most connections served at once; one more is closed at once. Well under the
+/// default 1,024 open files, so the daemon keeps files for its store and its runs.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long writing a response may stall (a client that sends and never reads).
+fn write_timeout() -> Duration {
+    read_timeout()
+}
+
+/// Serves connections until the process ends: at most [`MAX_CONNECTIONS`] at once, each
+/// cut off when its head is slow to arrive (also while idle between requests), its body
+/// slow (see [`read_body`]) or its answer not read.
 pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
+        let mut backoff = Duration::from_millis(10);
         loop {
-            let Ok((tcp, peer)) = listener.accept().await else {
+            let (tcp, peer) = match listener.accept().await {
+                Ok(c) => {
+                    backoff = Duration::from_millis(10);
+                    c
+                }
+                Err(e) => {
+                    // Out of files (EMFILE) and the like: waiting is the only cure, and a
+                    // loop that retries at once burns a core.
+                    warn!(error = %e, wait_ms = backoff.as_millis() as u64, "http: accept failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                // Closed at once: the client learns now, rather than waiting on a queue.
+                drop(tcp);
                 continue;
             };
             let state = state.clone();
             tokio::spawn(async move {
-                let io = hyper_util::rt::TokioIo::new(tcp);
+                let _slot = slot;
+                let mut io = tokio_io_timeout::TimeoutStream::new(tcp);
+                io.set_write_timeout(Some(write_timeout()));
+                let io = hyper_util::rt::TokioIo::new(Box::pin(io));
                 let svc = hyper::service::service_fn(move |req| {
                     let state = state.clone();
                     async move { Ok::<_, std::convert::Infallible>(handle(&state, req, peer).await) }
@@ -325,7 +399,7 @@ impl From<hooks_core::service::ServiceError> for ApiError {
             ServiceError::Store(StoreError::HookNotFound(id)) => {
                 Self::not_found("id", format!("no hook with id {id}"))
             }
-            ServiceError::Store(StoreError::Invalid(v)) => v.into(),
+            ServiceError::Store(StoreError::Invalid(v)) | ServiceError::Invalid(v) => v.into(),
             other => Self::new(StatusCode::SERVICE_UNAVAILABLE, "", other.to_string()),
         }
     }
@@ -415,6 +489,18 @@ fn cookie<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
 }
 
 fn authenticate(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
+    let caller = authenticate_inner(state, req);
+    // A session's cookie has its lifetime renewed on each use.
+    if matches!(caller, Some(Caller::Page { .. }))
+        && let Some(c) = cookie(req, &state.cookie_name())
+        && let Some(s) = lock(&state.sessions).get_mut(c)
+    {
+        s.expires = std::time::Instant::now() + SESSION_TTL;
+    }
+    caller
+}
+
+fn authenticate_inner(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
     let Some(token) = &state.token else {
         return Some(Caller::Token);
     };
@@ -427,12 +513,29 @@ fn authenticate(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
     {
         return Some(Caller::Token);
     }
-    let c = cookie(req, COOKIE)?;
-    let sessions = lock(&state.sessions);
+    let c = cookie(req, &state.cookie_name())?;
+    let mut sessions = lock(&state.sessions);
+    let now = std::time::Instant::now();
+    sessions.retain(|_, s| s.expires > now);
     sessions
         .iter()
         .find(|(k, _)| same(k.as_bytes(), c.as_bytes()))
-        .map(|(_, csrf)| Caller::Page { csrf: csrf.clone() })
+        .map(|(_, s)| Caller::Page {
+            csrf: s.csrf.clone(),
+        })
+}
+
+/// `Set-Cookie` for a session: its lifetime, or (`None`) its end.
+fn session_cookie(state: &HttpState, id: Option<&str>) -> Option<HeaderValue> {
+    let name = state.cookie_name();
+    let v = match id {
+        Some(id) => format!(
+            "{name}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
+            SESSION_TTL.as_secs()
+        ),
+        None => format!("{name}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    };
+    HeaderValue::from_str(&v).ok()
 }
 
 /// A state-changing request from the page must carry its CSRF token (header or form field)
@@ -443,9 +546,11 @@ fn csrf_ok(req: &Request<Incoming>, csrf: &str, form_token: Option<&str>) -> boo
         .get("x-csrf-token")
         .and_then(|v| v.to_str().ok())
         .or(form_token);
-    if !given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) {
-        return false;
-    }
+    given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) && origin_ok(req)
+}
+
+/// No `Origin`, or this server's own.
+fn origin_ok(req: &Request<Incoming>) -> bool {
     let host = req
         .headers()
         .get(header::HOST)
@@ -549,6 +654,21 @@ async fn route(
     let path = req.uri().path().to_owned();
     let seg = segments(&path);
     let method = req.method().clone();
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok());
+    if !state.host_ok(host) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Host",
+            format!(
+                "must name this server ({} or localhost:{})",
+                state.addr,
+                state.addr.port()
+            ),
+        ));
+    }
     // What needs no auth: the health check, the API's description, the login.
     match (&method, seg.as_slice()) {
         (&Method::GET, ["api", "v1", "healthz"]) => {
@@ -584,6 +704,36 @@ async fn route(
         return Ok(r);
     };
     let changes = !matches!(method, Method::GET | Method::HEAD);
+    // Without a token, nothing tells a web page's request from the user's: a write must be
+    // one no page can send without asking first (JSON), from this server's own origin.
+    if changes && state.token.is_none() {
+        let json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            });
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Content-Type",
+                "must be application/json for a change without a token (--http-no-auth)",
+            ));
+        }
+        if !origin_ok(&req) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Origin",
+                "must be this server's own origin",
+            ));
+        }
+    }
+    if method == Method::POST && seg.as_slice() == ["logout"] {
+        return Ok(logout(state, req, &caller).await);
+    }
     // The page posts forms with the token in a field; the API sends it as a header.
     let form_page = seg.first() == Some(&"ui");
     if changes
@@ -599,7 +749,17 @@ async fn route(
     }
     let s = state;
     match (method, seg.as_slice()) {
-        (Method::GET, []) => crate::page::page(s, &caller, &query(&req), None).await,
+        (Method::GET, []) => {
+            let id = cookie(&req, &s.cookie_name()).map(str::to_owned);
+            let mut r = crate::page::page(s, &caller, &query(&req), None).await?;
+            // The browser's copy of the cookie is renewed with the server's.
+            if matches!(caller, Caller::Page { .. })
+                && let Some(v) = session_cookie(s, id.as_deref())
+            {
+                r.headers_mut().insert(header::SET_COOKIE, v);
+            }
+            Ok(r)
+        }
         (Method::POST, ["ui", rest @ ..]) => {
             let rest: Vec<String> = rest.iter().map(|x| (*x).to_owned()).collect();
             crate::page::form(s, &caller, req, &rest).await
@@ -710,6 +870,7 @@ async fn route(
 fn allowed(seg: &[&str]) -> Vec<&'static str> {
     match seg {
         [] | ["metrics"] | ["login"] => vec!["GET"],
+        ["logout"] => vec!["POST"],
         [
             "api",
             "v1",
@@ -747,13 +908,72 @@ fn login(state: &HttpState, req: &Request<Incoming>) -> Response<Full<Bytes>> {
             "no randomness",
         );
     };
-    lock(&state.sessions).insert(id.clone(), csrf);
+    {
+        let mut sessions = lock(&state.sessions);
+        let now = std::time::Instant::now();
+        sessions.retain(|_, s| s.expires > now);
+        while sessions.len() >= MAX_SESSIONS {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.expires)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => sessions.remove(&k),
+                None => break,
+            };
+        }
+        sessions.insert(
+            id.clone(),
+            PageSession {
+                csrf,
+                expires: now + SESSION_TTL,
+            },
+        );
+    }
     let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "logged in");
     r.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/"));
-    if let Ok(v) =
-        HeaderValue::from_str(&format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/"))
-    {
+    if let Some(v) = session_cookie(state, Some(&id)) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// `POST /logout` from the page (its CSRF token in the form): the session ends here and in
+/// the browser.
+async fn logout(
+    state: &HttpState,
+    req: Request<Incoming>,
+    caller: &Caller,
+) -> Response<Full<Bytes>> {
+    let Caller::Page { csrf } = caller else {
+        return ApiError::not_found("path", "logging out is for the page").response();
+    };
+    let id = cookie(&req, &state.cookie_name()).map(str::to_owned);
+    let origin = origin_ok(&req);
+    let form = read_body(req).await.unwrap_or_default();
+    let given = String::from_utf8_lossy(&form)
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "csrf")
+        .map(|(_, v)| crate::page::url_decode(v));
+    if !origin || !given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            "must be the page's token, sent from the page's own origin",
+        )
+        .response();
+    }
+    if let Some(id) = id {
+        lock(&state.sessions).remove(&id);
+    }
+    let mut r = respond(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        crate::page::message_page("Logged out. Run `hooks-app open` to log in again."),
+    );
+    if let Some(v) = session_cookie(state, None) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     r

@@ -24,14 +24,26 @@ const HOOK_TIMEOUT: u64 = 30;
 pub fn settings_path(ctx: &Context, scope: Scope) -> PathBuf {
     match scope {
         Scope::User => ctx.claude_home.join("settings.json"),
-        Scope::Project => ctx.workspace.join(".claude/settings.json"),
-        Scope::Local => ctx.workspace.join(".claude/settings.local.json"),
+        Scope::Project => ctx.here.join(".claude/settings.json"),
+        Scope::Local => ctx.here.join(".claude/settings.local.json"),
     }
+}
+
+/// The largest settings file read.
+const MAX_SETTINGS_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A settings file's text, when it is a regular file (a project's `.claude/settings.json`
+/// could be a FIFO, which would hang the reader) of at most [`MAX_SETTINGS_BYTES`].
+fn read_settings_text(path: &Path) -> std::io::Result<String> {
+    let bytes =
+        hooks_platform::read_regular(path, hooks_platform::ReadLimit::bytes(MAX_SETTINGS_BYTES))?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "is not UTF-8 text"))
 }
 
 /// Reads a settings file; a missing one is an empty object.
 pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_settings_text(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
         Err(e) => {
@@ -184,7 +196,7 @@ struct Settings {
 
 fn load(path: &Path) -> AppResult<Settings> {
     let map = read_settings(path)?;
-    let text = match std::fs::read_to_string(path) {
+    let text = match read_settings_text(path) {
         Ok(t) if !t.trim().is_empty() => Some(t),
         _ => None,
     };

@@ -20,6 +20,7 @@ mod prompts;
 mod shapes;
 mod spend;
 mod storecmd;
+mod trust;
 
 use std::process::ExitCode;
 

@@ -197,7 +197,7 @@ impl Drop for Registration {
 pub fn register(data_dir: &Path, on_demand: bool) -> Option<Registration> {
     let me = hooks_meta::live::this_process()?;
     let dir = data_dir.join("daemons");
-    std::fs::create_dir_all(&dir).ok()?;
+    context::create_private_dir(&dir).ok()?;
     let path = dir.join(format!("{}.json", me.pid));
     let v = json!({
         "pid": me.pid,

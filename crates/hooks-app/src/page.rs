@@ -153,6 +153,13 @@ pub async fn page(
         snap.pending.len(),
         runs.len()
     );
+    if !csrf.is_empty() {
+        let _ = write!(
+            b,
+            "<form class=inline method=post action=\"/logout\"><input type=hidden name=csrf value=\"{}\"><button>Log out</button></form>",
+            esc(&csrf)
+        );
+    }
     // Hooks.
     b.push_str("<h2>Hooks</h2><div class=wrap><table><tr><th>hook</th><th>status</th><th>delay</th><th class=hide-s>caps</th><th>on</th></tr>");
     let no_errors = FieldErrors::new();

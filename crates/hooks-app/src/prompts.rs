@@ -9,7 +9,7 @@ use hooks_core::ports::{PromptError, PromptSource};
 use hooks_core::prompt::{Prompt, parse_prompt};
 
 /// The largest prompt file read.
-const MAX_PROMPT_BYTES: u64 = 256 * 1024;
+pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
 
 /// The post-task prompt `init` writes when the workspace has none. Its frontmatter has a
 /// `name` but no `description`: Claude Code registers `.claude/agents/**/*.md` files that
@@ -39,30 +39,111 @@ steps applies, say so in one line.
 Finish your reply with the word COMPLETED alone on its last line.
 ";
 
-/// Reads prompt files from the session's project or the workspace.
+/// Reads prompt files from the session's project, when the user approved them there, or
+/// from the workspace.
 pub struct FilePrompts {
     workspace: PathBuf,
+    /// Where `trust.json` is; `None`: no project file is ever approved.
+    data_dir: Option<PathBuf>,
+}
+
+/// Where a prompt came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// The user's workspace.
+    Workspace(PathBuf),
+    /// The conversation's project, approved with these contents.
+    Approved(PathBuf),
 }
 
 impl FilePrompts {
-    pub fn new(workspace: &Path) -> Self {
+    pub fn new(workspace: &Path, data_dir: &Path) -> Self {
         Self {
             workspace: workspace.to_owned(),
+            data_dir: Some(data_dir.to_owned()),
         }
     }
 
-    /// The places `file` is looked for, in order.
+    /// The places `file` is looked for, in order: the session's project (when it is not
+    /// the workspace), then the workspace.
     pub fn candidates(&self, file: &PromptFile, session_cwd: Option<&str>) -> Vec<PathBuf> {
         let mut c = Vec::new();
-        if let Some(cwd) = session_cwd.filter(|c| Path::new(c).is_absolute()) {
-            c.push(Path::new(cwd).join(file.as_str()));
+        if let Some(project) = self.project(session_cwd) {
+            c.push(project.join(file.as_str()));
         }
-        let ws = self.workspace.join(file.as_str());
-        if !c.contains(&ws) {
-            c.push(ws);
-        }
+        c.push(self.workspace.join(file.as_str()));
         c
     }
+
+    /// The session's project, when it is another folder than the workspace.
+    fn project(&self, session_cwd: Option<&str>) -> Option<PathBuf> {
+        let cwd = Path::new(session_cwd?);
+        if !cwd.is_absolute() {
+            return None;
+        }
+        let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+        (canon(cwd) != canon(&self.workspace)).then(|| cwd.to_owned())
+    }
+
+    /// The prompt a follow-up in `session_cwd` runs, and where it came from.
+    pub fn resolve(
+        &self,
+        file: &PromptFile,
+        session_cwd: Option<&str>,
+    ) -> Result<(Prompt, Origin), PromptError> {
+        let name = Path::new(file.as_str())
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(file.as_str());
+        let mut unapproved = None;
+        if let Some(project) = self.project(session_cwd) {
+            let dir = crate::trust::prompt_dir(&project);
+            if let Some((real, bytes)) =
+                crate::trust::read_prompt_file(&dir, name, MAX_PROMPT_BYTES)
+                    .map_err(PromptError::Unreadable)?
+            {
+                let trust = match &self.data_dir {
+                    Some(d) => crate::trust::TrustList::load(d)
+                        .map_err(|e| PromptError::Unreadable(e.message))?,
+                    None => crate::trust::TrustList::default(),
+                };
+                if trust.approves(&real, &bytes) {
+                    return parse(&real, &bytes).map(|p| (p, Origin::Approved(real)));
+                }
+                unapproved = Some((real, project));
+            }
+        }
+        let dir = crate::trust::prompt_dir(&self.workspace);
+        match crate::trust::read_prompt_file(&dir, name, MAX_PROMPT_BYTES)
+            .map_err(PromptError::Unreadable)?
+        {
+            Some((real, bytes)) => parse(&real, &bytes).map(|p| (p, Origin::Workspace(real))),
+            None => Err(match unapproved {
+                Some((real, project)) => PromptError::Unapproved {
+                    file: real.display().to_string(),
+                    project: crate::context::shell_quote(&project.to_string_lossy()),
+                },
+                None => PromptError::NotFound {
+                    file: file.to_string(),
+                    looked_in: self
+                        .candidates(file, session_cwd)
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                },
+            }),
+        }
+    }
+}
+
+fn parse(path: &Path, bytes: &[u8]) -> Result<Prompt, PromptError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| PromptError::Unreadable(format!("{}: is not UTF-8 text", path.display())))?;
+    parse_prompt(text).map_err(|error| PromptError::Invalid {
+        file: path.display().to_string(),
+        error,
+    })
 }
 
 #[async_trait]
@@ -72,33 +153,7 @@ impl PromptSource for FilePrompts {
         file: &PromptFile,
         session_cwd: Option<&'a str>,
     ) -> Result<Prompt, PromptError> {
-        let candidates = self.candidates(file, session_cwd);
-        let Some(path) = candidates.iter().find(|p| p.is_file()) else {
-            let looked_in = candidates
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ");
-            return Err(PromptError::NotFound {
-                file: file.to_string(),
-                looked_in,
-            });
-        };
-        let too_big = std::fs::metadata(path)
-            .map(|m| m.len() > MAX_PROMPT_BYTES)
-            .unwrap_or(false);
-        if too_big {
-            return Err(PromptError::Unreadable(format!(
-                "{} is over {MAX_PROMPT_BYTES} bytes",
-                path.display()
-            )));
-        }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| PromptError::Unreadable(format!("{}: {e}", path.display())))?;
-        parse_prompt(&text).map_err(|error| PromptError::Invalid {
-            file: path.display().to_string(),
-            error,
-        })
+        self.resolve(file, session_cwd).map(|(p, _)| p)
     }
 }
 

@@ -181,7 +181,7 @@ pub struct FireInput<'a> {
     /// This process is running a follow-up on the session.
     pub run_in_progress: bool,
     /// Why the prompt could not be loaded, if it could not.
-    pub prompt_error: Option<&'a str>,
+    pub prompt_error: Option<&'a crate::ports::PromptError>,
     /// What the follow-up would cost, as far as it can be told; looked at only when the
     /// hook has a cost cap (`None` then counts as no model known).
     pub cost: Option<&'a CostView>,
@@ -301,7 +301,11 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         )));
     }
     if let Some(e) = i.prompt_error {
-        return FireDecision::Finish(Status::error(e));
+        return FireDecision::Finish(if e.is_skip() {
+            Status::skipped(e.to_string())
+        } else {
+            Status::error(e.to_string())
+        });
     }
     let cost = i.cost.unwrap_or(&CostView::NoModel);
     if let Some(why) = cost::over_cap(hook.max_cost, cost) {

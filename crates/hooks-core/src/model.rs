@@ -325,7 +325,18 @@ impl CostCap {
 
     pub fn from_usd(usd: f64) -> Result<Self, ValidationError> {
         if usd.is_finite() && (0.0..=10_000.0).contains(&usd) {
-            Ok(Self((usd * 1e6).round() as u64))
+            let micros = (usd * 1e6).round() as u64;
+            // A cap too small to keep would be kept as 0, which means no cap at all: that
+            // would fail open.
+            if usd > 0.0 && micros == 0 {
+                return Err(ValidationError::new(
+                    "maxCostUsd",
+                    format!(
+                        "must be 0 (no cap) or at least 0.000001 US dollars (got {usd}, which would round to no cap)"
+                    ),
+                ));
+            }
+            Ok(Self(micros))
         } else {
             Err(ValidationError::new(
                 "maxCostUsd",
@@ -755,6 +766,30 @@ pub struct SessionUpdate {
     pub cwd: Option<String>,
     pub transcript_path: Option<String>,
     pub origin: Option<Origin>,
+}
+
+impl SessionUpdate {
+    /// Paths must be absolute: a relative one would later be resolved against whatever
+    /// folder a daemon happens to run in.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        for (field, v) in [
+            ("cwd", &self.cwd),
+            ("transcriptPath", &self.transcript_path),
+        ] {
+            if let Some(p) = v
+                && (!p.starts_with('/') || p.contains('\0') || p.len() > 4096)
+            {
+                return Err(ValidationError::new(
+                    field,
+                    format!(
+                        "must be an absolute path of at most 4096 bytes (got {})",
+                        describe(p)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Facts read from a session's Claude Code transcript.

@@ -376,6 +376,20 @@ pub enum PromptError {
         file: String,
         error: ValidationError,
     },
+    /// The conversation's project has its own prompt file, which the user has not approved
+    /// (or which changed since), and the workspace has none to use instead.
+    #[error(
+        "prompt file {file} is the project's own and waits for approval: review it, then run `hooks-app trust {project}`"
+    )]
+    Unapproved { file: String, project: String },
+}
+
+impl PromptError {
+    /// Whether a follow-up is skipped for it (the user's decision is awaited), rather than
+    /// failed.
+    pub fn is_skip(&self) -> bool {
+        matches!(self, Self::Unapproved { .. })
+    }
 }
 
 /// Loads a hook's prompt file, looking first in the session's own project.

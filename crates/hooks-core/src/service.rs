@@ -204,6 +204,7 @@ impl Service {
     /// A conversation event: remember what it says about the session, then queue every
     /// matching hook the enqueue decision allows, in one store write.
     pub async fn notify(&self, ev: &NotifyEvent) -> Result<Vec<NotifyReport>, ServiceError> {
+        ev.update.validate()?;
         let state = if ev.update == SessionUpdate::default() {
             self.ports.meta.state(&ev.session).await?
         } else {
@@ -370,7 +371,7 @@ impl Service {
             None => None,
         };
         let prompt_error = match &prompt {
-            Some(Err(e)) => Some(e.to_string()),
+            Some(Err(e)) => Some(e.clone()),
             _ => None,
         };
         let cost = match (&hook, &prompt) {
@@ -390,7 +391,7 @@ impl Service {
             entry,
             facts: &facts,
             run_in_progress,
-            prompt_error: prompt_error.as_deref(),
+            prompt_error: prompt_error.as_ref(),
             cost: cost.as_ref(),
             budget: budget.as_ref(),
             now,

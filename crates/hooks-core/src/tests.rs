@@ -717,6 +717,17 @@ fn fire_decision_table() {
             FireDecision::Finish(Status::error("prompt file x not found")),
         ),
         (
+            "a project's prompt waits for approval",
+            Some(&base),
+            &quiet,
+            0,
+            false,
+            Some("unapproved /p"),
+            FireDecision::Finish(Status::skipped(
+                "prompt file /p/.claude/agents/hooks/x.md is the project's own and waits for approval: review it, then run `hooks-app trust /p`",
+            )),
+        ),
+        (
             "cwd unknown",
             Some(&base),
             &no_cwd,
@@ -746,12 +757,21 @@ fn fire_decision_table() {
     ];
     for (name, hook, facts, retries, run_in_progress, prompt_error, want) in rows {
         let entry = pending(retries);
+        let prompt_error = prompt_error.map(|e: &str| match e.strip_prefix("unapproved ") {
+            Some(project) => crate::ports::PromptError::Unapproved {
+                file: format!("{project}/.claude/agents/hooks/x.md"),
+                project: project.to_owned(),
+            },
+            None => crate::ports::PromptError::Unreadable(
+                e.trim_start_matches("prompt file ").to_owned(),
+            ),
+        });
         let got = decide_fire(FireInput {
             hook,
             entry: &entry,
             facts,
             run_in_progress,
-            prompt_error,
+            prompt_error: prompt_error.as_ref(),
             cost: None,
             budget: None,
             now,
@@ -1722,6 +1742,13 @@ mod costs {
             assert_eq!(e.field, "maxCostUsd", "{bad}");
             assert!(e.rule.contains("from 0 to 10000"), "{bad}: {e}");
         }
+        // A cap that would round to 0 would mean no cap: refused, never uncapped.
+        for tiny in ["0.0000004", "4e-7"] {
+            let e = CostCap::parse(tiny).unwrap_err();
+            assert_eq!(e.field, "maxCostUsd", "{tiny}");
+            assert!(e.rule.contains("at least 0.000001"), "{tiny}: {e}");
+        }
+        assert_eq!(CostCap::parse("0.000001").unwrap().usd(), Some(0.000001));
     }
 
     fn est(usd: f64) -> CostView {

@@ -52,11 +52,10 @@ fn as_u64(v: &Value) -> Option<u64> {
 /// The open session one `sessions/<pid>.json` file describes, if it names `session` and
 /// its process is alive.
 fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
-    let meta = fs::metadata(path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-        return None;
-    }
-    let v: Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    let bytes =
+        hooks_platform::read_regular(path, hooks_platform::ReadLimit::bytes(MAX_FILE_BYTES))
+            .ok()?;
+    let v: Value = serde_json::from_slice(&bytes).ok()?;
     if v.get("sessionId")?.as_str()? != session.as_str() {
         return None;
     }

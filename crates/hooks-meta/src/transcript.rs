@@ -159,7 +159,8 @@ pub fn read_facts(path: &Path) -> std::io::Result<TranscriptFacts> {
 /// [`read_facts`], also returning how many bytes were read from the end of the file: the
 /// measure of its cost, which must not grow with the file.
 pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)> {
-    let mut file = File::open(path)?;
+    // A FIFO or a device named as the transcript is refused at once, never waited on.
+    let mut file = hooks_platform::open_regular(path, false)?;
     let meta = file.metadata()?;
     let last_change = meta.modified().ok().map(time::OffsetDateTime::from);
     let path_str = path.to_string_lossy().into_owned();

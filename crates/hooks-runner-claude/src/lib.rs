@@ -1,7 +1,8 @@
 //! The runner port over the `claude` CLI.
 //!
-//! `claude -p --resume <session> --output-format json [options] -- <prompt>`, in the
-//! session's cwd, stdin from `/dev/null`, the environment inherited plus
+//! `claude -p --resume <session> --output-format json [options]`, in the session's cwd,
+//! the prompt on stdin (never on the command line, where every local user could read it in
+//! `/proc` and a long one would not fit), the environment inherited plus
 //! `HOOKS_APP_FOLLOW_UP=<hookId>` (so the follow-up's own hooks know to stay quiet). The
 //! child leads its own process group: at the timeout the group gets SIGTERM, then SIGKILL
 //! after the grace period, and when the child exits anything left in its group is killed,
@@ -108,7 +109,7 @@ impl Drop for GroupGuard {
     }
 }
 
-/// The arguments of one run, prompt last after `--`.
+/// The arguments of one run. The prompt is not among them: it goes to stdin.
 pub fn command_args(req: &RunRequest) -> Vec<String> {
     let mut args = vec![
         "-p".to_owned(),
@@ -118,8 +119,6 @@ pub fn command_args(req: &RunRequest) -> Vec<String> {
         "json".to_owned(),
     ];
     args.extend(req.prompt.options.to_args());
-    args.push("--".to_owned());
-    args.push(req.prompt.body.clone());
     args
 }
 
@@ -236,7 +235,7 @@ impl Runner for ClaudeRunner {
         cmd.args(command_args(req))
             .current_dir(cwd)
             .env(FOLLOW_UP_ENV, req.hook_id.as_str())
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -269,6 +268,16 @@ impl Runner for ClaudeRunner {
                 message: "its output pipes were not set up".to_owned(),
             });
         };
+        if let Some(mut stdin) = child.stdin.take() {
+            // Written while the output is read, then closed: claude reads a prompt on stdin
+            // to its end. A child that exits without reading it is judged by its result.
+            let body = req.prompt.body.clone().into_bytes();
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let _ = stdin.write_all(&body).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
         let out = tokio::spawn(read_bounded(stdout, self.config.max_stdout));
         let err = tokio::spawn(read_bounded(stderr, self.config.max_stderr));
         let process = start_time(pgid).map(|start| ProcessRef { pid: pgid, start });

@@ -88,11 +88,17 @@ pub enum FileBytes {
 const MAP_FROM: u64 = 256 * 1024;
 
 impl FileBytes {
-    pub fn read(path: &Path) -> std::io::Result<Self> {
+    /// The file's bytes, when it is a regular file of at most `max` bytes (a larger one is
+    /// refused before anything is read or mapped).
+    pub fn read(path: &Path, max: u64) -> std::io::Result<Self> {
         use std::io::Read;
         use std::os::fd::AsRawFd;
-        let mut file = File::open(path)?;
+        let file = hooks_platform::open_regular(path, false)?;
         let len = file.metadata()?.len();
+        if len > max {
+            return Err(hooks_platform::files::too_large(len, max));
+        }
+        let mut file = file.take(max + 1);
         if len >= MAP_FROM
             && let Ok(len) = usize::try_from(len)
         {
@@ -104,7 +110,7 @@ impl FileBytes {
                     len,
                     libc::PROT_READ,
                     libc::MAP_PRIVATE | libc::MAP_POPULATE,
-                    file.as_raw_fd(),
+                    file.get_ref().as_raw_fd(),
                     0,
                 )
             };
@@ -114,6 +120,9 @@ impl FileBytes {
         }
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0) + 1);
         file.read_to_end(&mut bytes)?;
+        if bytes.len() as u64 > max {
+            return Err(hooks_platform::files::too_large(bytes.len() as u64, max));
+        }
         Ok(Self::Read(bytes))
     }
 }

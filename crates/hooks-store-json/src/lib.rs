@@ -49,7 +49,13 @@ const TEMP_PREFIX: &str = "hooks.json.tmp.";
 pub struct JsonStore {
     dir: PathBuf,
     path: PathBuf,
+    /// The largest store file read; a larger one is refused before it is read.
+    max_bytes: u64,
 }
+
+/// The largest store file read unless [`JsonStore::with_max_bytes`] says otherwise: far
+/// above what a million queued entries take, far below what a memory budget fears.
+pub const DEFAULT_MAX_STORE_BYTES: u64 = 256 * 1024 * 1024;
 
 /// The store as read for one operation.
 struct State {
@@ -126,6 +132,7 @@ impl JsonStore {
         let store = Self {
             dir: dir.to_owned(),
             path: dir.join(STORE_FILE),
+            max_bytes: DEFAULT_MAX_STORE_BYTES,
         };
         if !store.path.exists() {
             let _lock = store.lock()?;
@@ -147,6 +154,7 @@ impl JsonStore {
         let store = Self {
             dir: dir.to_owned(),
             path: dir.join(STORE_FILE),
+            max_bytes: DEFAULT_MAX_STORE_BYTES,
         };
         if !store.path.exists() {
             return Err(StoreError::Io(format!(
@@ -155,6 +163,12 @@ impl JsonStore {
             )));
         }
         Ok(store)
+    }
+
+    /// The same store, refusing a file larger than `max_bytes`.
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> Self {
+        self.max_bytes = max_bytes;
+        self
     }
 
     pub fn path(&self) -> &Path {
@@ -193,9 +207,13 @@ impl JsonStore {
     }
 
     fn read_bytes(&self) -> Result<fsutil::FileBytes, StoreError> {
-        fsutil::FileBytes::read(&self.path).map_err(|e| match e.kind() {
+        fsutil::FileBytes::read(&self.path, self.max_bytes).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => StoreError::Io(format!(
                 "{} does not exist (run `hooks-app init`)",
+                self.path.display()
+            )),
+            std::io::ErrorKind::FileTooLarge => StoreError::Io(format!(
+                "{}: {e} (HOOKS_STORE_MAX_MB raises the cap; nothing was changed)",
                 self.path.display()
             )),
             _ => io_err(&self.path, "read", &e),

@@ -75,8 +75,6 @@ async fn arguments_env_and_cwd_are_as_specified() {
             "3",
             "--allowedTools",
             "Read,Bash(git *)",
-            "--",
-            "--the prompt"
         ]
     );
     assert_eq!(
@@ -85,8 +83,8 @@ async fn arguments_env_and_cwd_are_as_specified() {
     );
     assert_eq!(
         std::fs::read_to_string(work.join("stdin")).unwrap(),
-        "",
-        "stdin is /dev/null"
+        "--the prompt",
+        "the prompt comes on stdin, never on the command line"
     );
 }
 

@@ -1,0 +1,303 @@
+//! Which prompt files from a conversation's own project the user approved.
+//!
+//! A repository is not the user: a cloned project's `.claude/agents/hooks/post-task.md`
+//! would otherwise decide what an unattended agent does with the user's credentials. As
+//! direnv's `allow` and mise's `trust` do, a project's prompt file is used only after
+//! `hooks-app trust DIR` recorded its content hash in `<data-dir>/trust.json`; a changed
+//! file needs approval again. The user's own workspace needs none.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::{AppError, AppResult};
+
+/// The file, in the data folder.
+pub const TRUST_FILE: &str = "trust.json";
+/// The largest trust file read.
+const MAX_TRUST_BYTES: u64 = 4 * 1024 * 1024;
+
+/// One approved file: its content's hash, and when it was approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Approval {
+    pub sha256: String,
+    pub approved_at: String,
+}
+
+/// The approvals, by the file's absolute path.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrustList {
+    #[serde(default)]
+    pub files: BTreeMap<String, Approval>,
+}
+
+/// A content hash as trust.json keeps it.
+pub fn hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+impl TrustList {
+    /// The list in `data_dir` (empty when there is none). A file that does not parse is an
+    /// error: approvals are never guessed.
+    pub fn load(data_dir: &Path) -> AppResult<Self> {
+        let path = data_dir.join(TRUST_FILE);
+        let bytes = match hooks_platform::read_regular(
+            &path,
+            hooks_platform::ReadLimit::bytes(MAX_TRUST_BYTES),
+        ) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(e) => {
+                return Err(AppError::runtime(format!(
+                    "could not read {}: {e}",
+                    path.display()
+                )));
+            }
+        };
+        serde_json::from_slice(&bytes).map_err(|e| {
+            AppError::runtime(format!(
+                "{}: not a valid trust file at line {}, column {}: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            ))
+        })
+    }
+
+    pub fn save(&self, data_dir: &Path) -> AppResult {
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|e| AppError::runtime(format!("could not serialise the trust list: {e}")))?;
+        crate::context::write_private(&data_dir.join(TRUST_FILE), &format!("{text}\n"))
+    }
+
+    /// Whether `path` is approved with exactly these contents.
+    pub fn approves(&self, path: &Path, bytes: &[u8]) -> bool {
+        self.files
+            .get(path.to_string_lossy().as_ref())
+            .is_some_and(|a| a.sha256 == hash(bytes))
+    }
+}
+
+/// The prompt folder of `project`, as its canonical path.
+pub fn prompt_dir(project: &Path) -> PathBuf {
+    let dir = project.join(hooks_core::PROMPT_DIR);
+    std::fs::canonicalize(&dir).unwrap_or(dir)
+}
+
+/// A prompt file's bytes, read without following a link out of its folder: a link to
+/// another file of the same folder is followed, any other link, a FIFO or a device is an
+/// error that says so. `Ok(None)` when there is no such file. Returns the canonical path.
+pub fn read_prompt_file(
+    dir: &Path,
+    name: &str,
+    max: u64,
+) -> Result<Option<(PathBuf, Vec<u8>)>, String> {
+    let path = dir.join(name);
+    let meta = match std::fs::symlink_metadata(&path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let real = if meta.file_type().is_symlink() {
+        let target = std::fs::canonicalize(&path)
+            .map_err(|e| format!("{}: a link that leads nowhere: {e}", path.display()))?;
+        let home = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_owned());
+        if target.parent() != Some(home.as_path()) {
+            return Err(format!(
+                "{} is a symbolic link out of its folder (to {}): it is not followed",
+                path.display(),
+                target.display()
+            ));
+        }
+        target
+    } else {
+        std::fs::canonicalize(&path).unwrap_or(path)
+    };
+    let bytes =
+        hooks_platform::read_regular(&real, hooks_platform::ReadLimit::bytes(max).no_follow())
+            .map_err(|e| format!("{}: {e}", real.display()))?;
+    Ok(Some((real, bytes)))
+}
+
+/// The prompt files of a project, by name, sorted.
+pub fn project_prompt_names(project: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(project.join(hooks_core::PROMPT_DIR)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.ends_with(".md") && !n.starts_with('.'))
+        .collect();
+    names.sort();
+    names
+}
+
+/// `hooks-app trust [DIR] [--list | --revoke]`.
+pub fn command(ctx: &crate::Context, a: &crate::cli::TrustArgs) -> AppResult {
+    let mut list = TrustList::load(&ctx.data_dir)?;
+    if a.list {
+        if list.files.is_empty() {
+            println!("no project prompt files are approved");
+        }
+        for (path, approval) in &list.files {
+            let state = match read_prompt_file(
+                Path::new(path).parent().unwrap_or(Path::new("/")),
+                Path::new(path)
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or(""),
+                MAX_PROMPT_BYTES,
+            ) {
+                Ok(Some((_, b))) if hash(&b) == approval.sha256 => "approved".to_owned(),
+                Ok(Some(_)) => "changed since it was approved (not used)".to_owned(),
+                Ok(None) => "gone".to_owned(),
+                Err(e) => format!("unreadable: {e}"),
+            };
+            println!("{path}  {state}  (approved {})", approval.approved_at);
+        }
+        return Ok(());
+    }
+    let project = match &a.dir {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| AppError::runtime(format!("current directory: {e}")))?,
+    };
+    let project = std::fs::canonicalize(&project).map_err(|e| {
+        AppError::invalid(format!(
+            "dir: must be a folder that exists ({}: {e})",
+            project.display()
+        ))
+    })?;
+    let dir = prompt_dir(&project);
+    if a.revoke {
+        let before = list.files.len();
+        list.files
+            .retain(|p, _| Path::new(p).parent() != Some(dir.as_path()));
+        let removed = before - list.files.len();
+        list.save(&ctx.data_dir)?;
+        println!(
+            "revoked {removed} approval{} in {}",
+            if removed == 1 { "" } else { "s" },
+            dir.display()
+        );
+        return Ok(());
+    }
+    let names = project_prompt_names(&project);
+    if names.is_empty() {
+        return Err(AppError::invalid(format!(
+            "dir: {} has no prompt files (*.md in {})",
+            project.display(),
+            hooks_core::PROMPT_DIR
+        )));
+    }
+    // Everything is read and checked first: one bad file approves nothing.
+    let mut read = Vec::new();
+    for name in &names {
+        match read_prompt_file(&dir, name, MAX_PROMPT_BYTES) {
+            Ok(Some((real, bytes))) => {
+                let text = std::str::from_utf8(&bytes).map_err(|_| {
+                    AppError::invalid(format!(
+                        "{}: is not UTF-8 text; nothing was approved",
+                        real.display()
+                    ))
+                })?;
+                let prompt = hooks_core::prompt::parse_prompt(text).map_err(|e| {
+                    AppError::invalid(format!("{}: {e}; nothing was approved", real.display()))
+                })?;
+                read.push((real, hash(&bytes), prompt));
+            }
+            Ok(None) => {}
+            Err(e) => return Err(AppError::invalid(format!("{e}; nothing was approved"))),
+        }
+    }
+    let now = hooks_core::stamp::format(time::OffsetDateTime::now_utc());
+    for (real, sha, prompt) in &read {
+        let o = &prompt.options;
+        let mut widens = Vec::new();
+        if let Some(m) = &o.permission_mode {
+            widens.push(format!("permission-mode {m}"));
+        }
+        if !o.allowed_tools.is_empty() {
+            widens.push(format!("allowed-tools {}", o.allowed_tools.join(",")));
+        }
+        if o.append_system_prompt.is_some() {
+            widens.push("append-system-prompt".to_owned());
+        }
+        println!(
+            "approved {}  sha256 {}{}",
+            real.display(),
+            &sha[..12],
+            if widens.is_empty() {
+                String::new()
+            } else {
+                format!("  (it sets {})", widens.join("; "))
+            }
+        );
+        list.files.insert(
+            real.to_string_lossy().into_owned(),
+            Approval {
+                sha256: sha.clone(),
+                approved_at: now.clone(),
+            },
+        );
+    }
+    list.save(&ctx.data_dir)?;
+    println!("a file changed from now on needs `hooks-app trust` again");
+    Ok(())
+}
+
+/// The largest prompt file read (as the prompt loader reads it).
+const MAX_PROMPT_BYTES: u64 = crate::prompts::MAX_PROMPT_BYTES;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_link_out_of_the_folder_is_not_followed_one_inside_is() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("p/.claude/agents/hooks");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("a.md"), "inside").unwrap();
+        std::fs::write(d.path().join("secret"), "outside").unwrap();
+        std::os::unix::fs::symlink(d.path().join("secret"), dir.join("out.md")).unwrap();
+        std::os::unix::fs::symlink(dir.join("a.md"), dir.join("b.md")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("passwd.md")).unwrap();
+        let e = read_prompt_file(&dir, "out.md", 1024).unwrap_err();
+        assert!(e.contains("symbolic link out of its folder"), "{e}");
+        let e = read_prompt_file(&dir, "passwd.md", 1024).unwrap_err();
+        assert!(e.contains("symbolic link out of its folder"), "{e}");
+        let (_, b) = read_prompt_file(&dir, "b.md", 1024).unwrap().unwrap();
+        assert_eq!(b, b"inside");
+        assert!(read_prompt_file(&dir, "none.md", 1024).unwrap().is_none());
+    }
+
+    #[test]
+    fn an_approval_holds_for_the_same_bytes_only() {
+        let d = tempfile::tempdir().unwrap();
+        let mut t = TrustList::default();
+        let p = Path::new("/p/.claude/agents/hooks/x.md");
+        t.files.insert(
+            p.to_string_lossy().into_owned(),
+            Approval {
+                sha256: hash(b"one"),
+                approved_at: "2026-12-03T00:00:00+0000".into(),
+            },
+        );
+        t.save(d.path()).unwrap();
+        let back = TrustList::load(d.path()).unwrap();
+        assert!(back.approves(p, b"one"));
+        assert!(!back.approves(p, b"one "), "a changed file");
+        assert!(!back.approves(Path::new("/q/x.md"), b"one"));
+        std::fs::write(d.path().join(TRUST_FILE), "{").unwrap();
+        let e = TrustList::load(d.path()).unwrap_err().message;
+        assert!(e.contains("not a valid trust file"), "{e}");
+    }
+}

@@ -1,0 +1,144 @@
+//! Opening files that must be files.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// How a path is opened and how much of it may be read.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadLimit {
+    /// The most bytes the file may hold; a larger one is refused before it is read.
+    pub max_bytes: u64,
+    /// Refuse a path whose last component is a symbolic link.
+    pub no_follow: bool,
+}
+
+impl ReadLimit {
+    pub const fn bytes(max_bytes: u64) -> Self {
+        Self {
+            max_bytes,
+            no_follow: false,
+        }
+    }
+
+    pub const fn no_follow(mut self) -> Self {
+        self.no_follow = true;
+        self
+    }
+}
+
+/// Opens `path` for reading without blocking (a FIFO with no writer, a terminal, a device
+/// that never answers) and returns it only when it is a regular file. Anything else is an
+/// `InvalidInput` error that says what the path is.
+pub fn open_regular(path: &Path, no_follow: bool) -> io::Result<File> {
+    let mut flags = libc::O_NONBLOCK | libc::O_NOCTTY;
+    if no_follow {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(path)
+        .map_err(|e| {
+            if no_follow && e.raw_os_error() == Some(libc::ELOOP) {
+                io::Error::new(io::ErrorKind::InvalidInput, "is a symbolic link")
+            } else {
+                e
+            }
+        })?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("is {what}, not a regular file"),
+    ))
+}
+
+/// Reads the whole of `path` when it is a regular file of at most `limit.max_bytes`. A
+/// larger file is a `FileTooLarge` error naming the cap; nothing is read from it.
+pub fn read_regular(path: &Path, limit: ReadLimit) -> io::Result<Vec<u8>> {
+    let file = open_regular(path, limit.no_follow)?;
+    let len = file.metadata()?.len();
+    if len > limit.max_bytes {
+        return Err(too_large(len, limit.max_bytes));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
+    // A file that grows while it is read is still read only up to the cap (and one byte,
+    // to tell that it went over).
+    file.take(limit.max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit.max_bytes {
+        return Err(too_large(bytes.len() as u64, limit.max_bytes));
+    }
+    Ok(bytes)
+}
+
+/// The error for a file over its cap.
+pub fn too_large(len: u64, cap: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!("holds {len} bytes, over the cap of {cap} bytes"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    fn mkfifo(p: &Path) {
+        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo has no memory effects.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    }
+
+    #[test]
+    fn a_fifo_is_refused_at_once_and_a_file_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("transcript.jsonl");
+        mkfifo(&fifo);
+        let t = Instant::now();
+        let e = read_regular(&fifo, ReadLimit::bytes(1024)).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(1), "no writer, no wait");
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        assert!(e.to_string().contains("a FIFO"), "{e}");
+
+        let e = read_regular(d.path(), ReadLimit::bytes(1024)).unwrap_err();
+        assert!(e.to_string().contains("a folder"), "{e}");
+        let e = read_regular(Path::new("/dev/null"), ReadLimit::bytes(1024)).unwrap_err();
+        assert!(e.to_string().contains("a device"), "{e}");
+
+        let f = d.path().join("f");
+        std::fs::write(&f, "hello").unwrap();
+        assert_eq!(read_regular(&f, ReadLimit::bytes(5)).unwrap(), b"hello");
+        let e = read_regular(&f, ReadLimit::bytes(4)).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::FileTooLarge);
+        assert!(e.to_string().contains("cap of 4 bytes"), "{e}");
+    }
+
+    #[test]
+    fn no_follow_refuses_a_link_and_follows_it_otherwise() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, "x").unwrap();
+        let l = d.path().join("l");
+        std::os::unix::fs::symlink(&f, &l).unwrap();
+        assert_eq!(read_regular(&l, ReadLimit::bytes(9)).unwrap(), b"x");
+        let e = read_regular(&l, ReadLimit::bytes(9).no_follow()).unwrap_err();
+        assert!(e.to_string().contains("symbolic link"), "{e}");
+    }
+}
