@@ -19,6 +19,27 @@ pub struct App {
     pub store: Option<String>,
     /// `--host-id` for every command (`HOOKS_HOST_ID`).
     pub host_id: Option<String>,
+    /// The processes [`App::spawn`] started, by pid and start: whatever of them still runs
+    /// when the test ends, passed or failed, is ended.
+    spawned: std::sync::Mutex<Vec<(u32, u64)>>,
+}
+
+impl Drop for App {
+    fn drop(&mut self) {
+        let spawned = self
+            .spawned
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for &(pid, start) in spawned.iter() {
+            // Only the very process it started: a pid reused since is another's.
+            if hooks_platform::process::is_alive(pid, start) {
+                // SAFETY: kill(2) on a process this test started, checked just above.
+                unsafe {
+                    libc::kill(pid as libc::pid_t, libc::SIGKILL);
+                }
+            }
+        }
+    }
 }
 
 impl App {
@@ -34,6 +55,7 @@ impl App {
             claude: claude_bin(),
             store: None,
             host_id: None,
+            spawned: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -66,6 +88,7 @@ impl App {
             claude,
             store: None,
             host_id: None,
+            spawned: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -174,11 +197,19 @@ impl App {
     }
 
     pub fn spawn(&self, args: &[&str]) -> Child {
-        self.cmd(args)
+        let child = self
+            .cmd(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn hooks-app")
+            .expect("spawn hooks-app");
+        if let Some(p) = hooks_platform::process::process(child.id()) {
+            self.spawned
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((p.pid, p.start));
+        }
+        child
     }
 
     /// `claude -p` in the project, as a user would run it.

@@ -601,14 +601,8 @@ impl Clock for SystemClock {
 pub fn host_name() -> String {
     // Read once: the hook's path asks for it more than once (the host id, the lease host).
     static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    NAME.get_or_init(|| {
-        std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_owned())
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "host".into())
-    })
-    .clone()
+    NAME.get_or_init(|| hooks_platform::process::hostname().unwrap_or_else(|| "host".into()))
+        .clone()
 }
 
 /// A claim owner unique to this process: host, pid and a nonce.
@@ -696,6 +690,15 @@ pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
         .write(true)
         .mode(0o600)
         .open(path)
+}
+
+/// A context with every default, for tests.
+#[cfg(test)]
+pub fn tests_ctx() -> Context {
+    store_tests::ctx(StoreChoice::Json {
+        dir: "/d".into(),
+        explicit: false,
+    })
 }
 
 #[cfg(test)]

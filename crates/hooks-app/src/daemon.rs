@@ -2,7 +2,7 @@
 //! decision.
 //!
 //! `serve` sleeps until the next due time, and notices another process's changes to the
-//! store through an inotify watch on the data folder, with a `stat` of the store file every
+//! store through a watch on the data folder (inotify, FSEvents), with a `stat` of the store file every
 //! 5 s as a safety net (every 250 ms where the folder cannot be watched; its inode, size and
 //! modification time change with every rename). It claims only as many entries as it has free slots, in
 //! one store write per pass, and renews its claims while runs go on. On SIGTERM or SIGINT it

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -1217,7 +1217,7 @@ pub fn running_url(data_dir: &Path) -> Option<String> {
     let v: Value = serde_json::from_str(&text).ok()?;
     let pid = v["pid"].as_u64()?;
     // A file left by a daemon that is gone says nothing.
-    PathBuf::from(format!("/proc/{pid}"))
-        .exists()
+    u32::try_from(pid)
+        .is_ok_and(hooks_platform::process::exists)
         .then(|| v["url"].as_str().map(str::to_owned))?
 }

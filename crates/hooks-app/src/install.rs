@@ -178,7 +178,7 @@ fn write_text(path: &Path, text: &str) -> AppResult {
         if let Ok(m) = std::fs::metadata(&target) {
             std::fs::set_permissions(&tmp, m.permissions())?;
         }
-        std::fs::File::open(&tmp)?.sync_all()?;
+        hooks_platform::sync::sync_file(&std::fs::File::open(&tmp)?)?;
         std::fs::rename(&tmp, &target)
     });
     r.map_err(|e| {

@@ -153,14 +153,14 @@ fn claude_for_daemon(bin: &Path) -> PathBuf {
     }
     let mut pid = std::process::id();
     for _ in 0..4 {
-        let Some(stat) = hooks_meta::live::proc_stat(pid) else {
+        let Some(p) = hooks_platform::process::process(pid) else {
             break;
         };
-        pid = stat.ppid;
+        pid = p.ppid;
         if pid <= 1 {
             break;
         }
-        if let Ok(exe) = std::fs::read_link(format!("/proc/{pid}/exe"))
+        if let Some(exe) = hooks_platform::process::exe(pid)
             && exe
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -268,8 +268,13 @@ pub fn disable_command(unit: &Path) -> String {
     }
 }
 
-/// The unit's text: `serve` on this data folder, restarted if it fails.
+/// The unit's text for this system: `serve` on this data folder, restarted if it fails.
 pub fn unit_text(ctx: &Context) -> AppResult<String> {
+    unit_text_for(ctx, cfg!(target_os = "macos"))
+}
+
+/// The unit's text: a launchd agent's plist (`macos`) or a systemd user unit.
+pub fn unit_text_for(ctx: &Context, macos: bool) -> AppResult<String> {
     let exe = std::env::current_exe()
         .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
     ctx.check_store_secret()?;
@@ -281,10 +286,16 @@ pub fn unit_text(ctx: &Context) -> AppResult<String> {
         ctx.claude_home.to_string_lossy().into_owned(),
         "--workspace".into(),
         ctx.workspace.to_string_lossy().into_owned(),
+        // A service starts with the system's short PATH (launchd's is /usr/bin:/bin:…),
+        // where a claude from npm or Homebrew is not: the one found now is named.
+        "--claude-bin".into(),
+        claude_for_daemon(&ctx.claude_bin)
+            .to_string_lossy()
+            .into_owned(),
     ];
     args.extend(ctx.child_args());
     args.push("serve".into());
-    Ok(if cfg!(target_os = "macos") {
+    Ok(if macos {
         let items: String = args
             .iter()
             .map(|a| format!("    <string>{}</string>\n", xml_escape(a)))
@@ -327,4 +338,59 @@ fn xml_escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The launchd agent as macOS reads it: a plist that Python's plistlib (the format's
+    /// reference reader here) parses, running `serve` with every argument intact.
+    #[test]
+    fn the_launchd_agent_is_a_valid_plist_that_runs_serve() {
+        let mut ctx = crate::context::tests_ctx();
+        ctx.data_dir = "/Users/ada/Library/Application Support/hooks & co".into();
+        let plist = unit_text_for(&ctx, true).unwrap();
+        let out = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import json, plistlib, sys; print(json.dumps(plistlib.loads(sys.stdin.buffer.read())))",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(plist.as_bytes())?;
+                c.wait_with_output()
+            })
+            .expect("python3");
+        assert!(out.status.success(), "{plist}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["Label"], "dev.hooks-app.serve");
+        assert_eq!(v["RunAtLoad"], true);
+        let args: Vec<&str> = v["ProgramArguments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        assert_eq!(args.last(), Some(&"serve"), "{args:?}");
+        let at = args.iter().position(|a| *a == "--data-dir").unwrap();
+        assert_eq!(
+            args[at + 1],
+            "/Users/ada/Library/Application Support/hooks & co"
+        );
+        assert!(args.contains(&"--claude-bin"), "{args:?}");
+        assert_eq!(
+            v["StandardErrorPath"],
+            "/Users/ada/Library/Application Support/hooks & co/serve.log"
+        );
+        let unit = unit_text_for(&ctx, false).unwrap();
+        assert!(
+            unit.contains("ExecStart=")
+                && unit.contains("\"/Users/ada/Library/Application Support/hooks & co\""),
+            "{unit}"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Who holds a session right now: a Claude Code process that has it open, or a follow-up
-//! run of this app under a run lease. Pure types and parsers; the adapters read `/proc` and
-//! Claude Code's `sessions/<pid>.json` files and hand the results in.
+//! run of this app under a run lease. Pure types; the adapters ask the system (through
+//! hooks-platform) and read Claude Code's `sessions/<pid>.json` files, and hand the results
+//! in.
 
 use std::fmt;
 
@@ -9,8 +10,9 @@ use time::Duration;
 use crate::model::HookId;
 use crate::stamp::Timestamp;
 
-/// A process named by its pid and its start time (clock ticks after boot, field 22 of
-/// `/proc/<pid>/stat`), so that a pid reused by another process is never mistaken for it.
+/// A process named by its pid and its start time (as the host's platform tells it: clock
+/// ticks after boot on Linux, seconds after the epoch elsewhere), so that a pid reused by
+/// another process is never mistaken for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProcessRef {
     pub pid: u32,
@@ -19,39 +21,8 @@ pub struct ProcessRef {
 
 impl fmt::Display for ProcessRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pid {} (started at tick {})", self.pid, self.start)
+        write!(f, "pid {} (started at {})", self.pid, self.start)
     }
-}
-
-/// What `/proc/<pid>/stat` says about a process, as far as this app needs it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcStat {
-    /// One letter: `R`, `S`, `D`, `Z` (zombie), `T`, …
-    pub state: char,
-    pub ppid: u32,
-    pub pgrp: u32,
-    pub start: u64,
-}
-
-impl ProcStat {
-    /// A zombie has exited: it holds nothing any more.
-    pub fn is_alive(&self) -> bool {
-        !matches!(self.state, 'Z' | 'X' | 'x')
-    }
-}
-
-/// Parses the text of `/proc/<pid>/stat`. The command name (field 2) is in parentheses and
-/// may itself hold spaces and parentheses, so the fields are counted after the last `)`.
-pub fn parse_proc_stat(text: &str) -> Option<ProcStat> {
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: 3 state, 4 ppid, 5 pgrp, …, 22 starttime → indexes 0, 1, 2, 19.
-    Some(ProcStat {
-        state: f.first()?.chars().next()?,
-        ppid: f.get(1)?.parse().ok()?,
-        pgrp: f.get(2)?.parse().ok()?,
-        start: f.get(19)?.parse().ok()?,
-    })
 }
 
 /// A Claude Code process that has a session open, from its `sessions/<pid>.json` file.

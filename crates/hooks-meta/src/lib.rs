@@ -58,18 +58,27 @@ impl MetaStore {
 
     /// What can be seen of a lease's holder from here.
     pub fn judge(&self, lease: RunLease) -> LeaseInfo {
+        // The daemon that took the lease is its holder: it alone records the run's outcome.
+        // A run whose daemon died is over for the record even if its claude still runs
+        // (where no parent-death signal ended it, as on macOS): the next daemon ends it
+        // and records it interrupted. Only a lease that names no daemon is judged by its
+        // run's process.
         let holder = if self.host.is_empty() || lease.host != self.host {
             Holder::Unknown
-        } else if [lease.owner_process, lease.child]
-            .iter()
-            .flatten()
-            .any(live::is_alive)
-        {
-            Holder::Alive
-        } else if lease.owner_process.is_none() && lease.child.is_none() {
-            Holder::Unknown
+        } else if let Some(owner) = lease.owner_process {
+            if live::is_alive(&owner) {
+                Holder::Alive
+            } else {
+                Holder::Gone
+            }
+        } else if let Some(child) = lease.child {
+            if live::is_alive(&child) {
+                Holder::Alive
+            } else {
+                Holder::Gone
+            }
         } else {
-            Holder::Gone
+            Holder::Unknown
         };
         LeaseInfo { lease, holder }
     }

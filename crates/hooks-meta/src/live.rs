@@ -1,46 +1,54 @@
-//! Who holds a session now, read from the system: processes by pid and start time from
-//! `/proc`, and the Claude Code processes that have a session open from
+//! Who holds a session now, read from the system: processes by pid and start time (through
+//! hooks-platform), and the Claude Code processes that have a session open from
 //! `<claude-home>/sessions/<pid>.json`.
 //!
 //! Claude Code (2.1.x) keeps one such file per running process —
 //! `{"pid", "sessionId", "cwd", "procStart", "kind", "status", "updatedAt", …}` — and removes
 //! it when the process exits; a process killed with SIGKILL leaves its file behind. A file
-//! counts only when its process is alive and, where the file gives `procStart`, started at
-//! that tick: a stale file, or one whose pid now belongs to another process, means closed.
+//! counts only when its process is alive and, where the file gives `procStart`, started
+//! then (ticks on Linux, `ps -o lstart` text on macOS): a stale file, or one whose pid now
+//! belongs to another process, means closed.
 //! The files are read leniently: unknown fields, other shapes and garbage are passed over.
 
 use std::fs;
 use std::path::Path;
 
-use hooks_core::{OpenSession, ProcStat, ProcessRef, SessionId, parse_proc_stat};
+use hooks_core::{OpenSession, ProcessRef, SessionId};
+use hooks_platform::process::{self, Proc};
 use serde_json::Value;
 
 /// Claude Code's per-process files are small; anything much bigger is not one.
 const MAX_FILE_BYTES: u64 = 64 * 1024;
 
-/// What `/proc/<pid>/stat` says, if the process exists.
-pub fn proc_stat(pid: u32) -> Option<ProcStat> {
-    if pid == 0 {
-        return None;
-    }
-    parse_proc_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+/// What the system says of `pid`, if it exists.
+pub fn proc_info(pid: u32) -> Option<Proc> {
+    process::process(pid)
 }
 
 /// Whether `p` is alive: its pid exists, has not exited, and started at `p.start`.
 pub fn is_alive(p: &ProcessRef) -> bool {
-    proc_stat(p.pid).is_some_and(|s| s.is_alive() && s.start == p.start)
+    process::is_alive(p.pid, p.start)
 }
 
 /// This process.
 pub fn this_process() -> Option<ProcessRef> {
-    let pid = std::process::id();
-    proc_stat(pid).map(|s| ProcessRef {
-        pid,
-        start: s.start,
+    process::this_process().map(|p| ProcessRef {
+        pid: p.pid,
+        start: p.start,
     })
 }
 
-/// A number, or a string holding one (CLI 2.1.197 writes `procStart` as a string).
+/// `procStart` as text: Claude Code writes a string (ticks on Linux, `ps -o lstart` elsewhere);
+/// a number is read as its digits.
+fn proc_start(v: &Value) -> Option<String> {
+    match v {
+        Value::Number(n) => Some(n.to_string()),
+        Value::String(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A number, or a string holding one.
 fn as_u64(v: &Value) -> Option<u64> {
     match v {
         Value::Number(n) => n.as_u64(),
@@ -60,12 +68,13 @@ fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
         return None;
     }
     let pid = u32::try_from(as_u64(v.get("pid")?)?).ok()?;
-    let stat = proc_stat(pid)?;
-    if !stat.is_alive() {
+    let proc = proc_info(pid)?;
+    if !proc.alive {
         return None;
     }
-    if let Some(start) = v.get("procStart").and_then(as_u64)
-        && start != stat.start
+    // In either form Claude Code writes it: ticks (Linux) or lstart (macOS), to the second.
+    if let Some(start) = v.get("procStart").and_then(proc_start)
+        && !process::matches_proc_start(&proc, &start)
     {
         return None;
     }

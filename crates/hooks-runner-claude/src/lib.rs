@@ -158,38 +158,23 @@ impl ClaudeRunner {
     }
 }
 
-/// The start time of a process, from `/proc/<pid>/stat`.
+/// The start time of a process, as the platform tells it.
 fn start_time(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    hooks_core::parse_proc_stat(&text).map(|s| s.start)
-}
-
-/// Whether a process's environment names it a follow-up run of this app.
-fn is_follow_up(pid: u32) -> bool {
-    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    let key = format!("{FOLLOW_UP_ENV}=");
-    env.split(|b| *b == 0)
-        .any(|v| v.starts_with(key.as_bytes()))
+    hooks_platform::process::process(pid).map(|p| p.start)
 }
 
 /// The processes of the group `group` led that are still there: same process group, started
 /// no earlier than its leader, and carrying the follow-up variable — so a reused pid or
 /// group id is never touched.
 pub fn leftovers(group: &ProcessRef) -> Vec<u32> {
-    let Ok(rd) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    rd.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    use hooks_platform::process;
+    process::all_pids()
+        .into_iter()
         .filter(|&pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|t| hooks_core::parse_proc_stat(&t))
-                .is_some_and(|s| s.pgrp == group.pid && s.start >= group.start && s.is_alive())
+            process::process(pid)
+                .is_some_and(|p| p.pgrp == group.pid && p.start >= group.start && p.alive)
         })
-        .filter(|&pid| is_follow_up(pid))
+        .filter(|&pid| process::env_has(pid, FOLLOW_UP_ENV))
         .collect()
 }
 
@@ -240,19 +225,12 @@ impl Runner for ClaudeRunner {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        // SAFETY: the closure runs in the child between fork and exec and only calls
-        // prctl(2), which is async-signal-safe. It makes the kernel kill the child if the
-        // thread that started it dies (a daemon killed with SIGKILL); what the child itself
-        // started is ended by the next daemon on the host, from the lease.
-        #[cfg(target_os = "linux")]
+        // SAFETY: the closure runs in the child between fork and exec and only makes one
+        // async-signal-safe call (prctl(2) on Linux). It makes the kernel kill the child if
+        // the thread that started it dies (a daemon killed with SIGKILL); what the child
+        // itself started is ended by the next daemon on the host, from the lease.
         unsafe {
-            cmd.pre_exec(|| {
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) == 0 {
-                    Ok(())
-                } else {
-                    Err(std::io::Error::last_os_error())
-                }
-            });
+            cmd.pre_exec(hooks_platform::process::die_with_parent);
         }
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| RunnerError::Spawn {

@@ -37,7 +37,7 @@ pub fn open_append_private(path: &Path) -> std::io::Result<File> {
 }
 
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
-    File::open(dir)?.sync_all()
+    hooks_platform::sync::sync_dir(dir)
 }
 
 /// A value unique enough, with the pid, to name a temp file.
@@ -109,7 +109,7 @@ impl FileBytes {
                     std::ptr::null_mut(),
                     len,
                     libc::PROT_READ,
-                    libc::MAP_PRIVATE | libc::MAP_POPULATE,
+                    hooks_platform::MMAP_READ_FLAGS,
                     file.get_ref().as_raw_fd(),
                     0,
                 )

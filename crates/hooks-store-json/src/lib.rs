@@ -13,7 +13,6 @@ mod dto;
 mod fsutil;
 mod scan;
 mod sessions;
-mod watch;
 
 use std::collections::HashMap;
 use std::fs;
@@ -420,9 +419,10 @@ impl JsonStore {
                 let mut w =
                     std::io::BufWriter::with_capacity(64 * 1024, fsutil::create_private(&tmp)?);
                 body(&mut w)?;
-                w.into_inner()
-                    .map_err(std::io::IntoInnerError::into_error)?
-                    .sync_all()
+                let f = w
+                    .into_inner()
+                    .map_err(std::io::IntoInnerError::into_error)?;
+                hooks_platform::sync::sync_file(&f)
             })();
             let backup = backup
                 .join()
@@ -525,7 +525,7 @@ impl StoreSignals for JsonStore {
     fn watch(&self, wake: Box<dyn Fn() + Send + Sync>) -> Result<(), String> {
         self.dir
             .canonicalize()
-            .and_then(|d| watch::watch(&d, STORE_FILE, wake))
+            .and_then(|d| hooks_platform::watch::watch(&d, STORE_FILE, wake))
             .map_err(|e| format!("cannot watch {}: {e}", self.dir.display()))
     }
 

@@ -252,11 +252,11 @@ impl SessionFiles {
                 .open(&tmp)?;
             f.write_all(&bytes)?;
             if durable {
-                f.sync_all()?;
+                hooks_platform::sync::sync_file(&f)?;
             }
             fs::rename(&tmp, &path)?;
             if durable {
-                File::open(&self.dir)?.sync_all()?;
+                hooks_platform::sync::sync_dir(&self.dir)?;
             }
             Ok(())
         })();

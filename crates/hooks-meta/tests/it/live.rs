@@ -20,6 +20,24 @@ fn write(home: &Path, name: &str, body: &str) {
     fs::write(home.join("sessions").join(name), body).unwrap();
 }
 
+/// What Claude Code writes as `procStart` on Linux: field 22 of `/proc/<pid>/stat`.
+fn ticks(pid: u32) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let rest = stat.rsplit_once(')').unwrap().1;
+    rest.split_whitespace().nth(19).unwrap().parse().unwrap()
+}
+
+/// What Claude Code writes as `procStart` on macOS: `LC_ALL=C TZ=UTC ps -o lstart= -p PID`.
+fn lstart(pid: u32) -> String {
+    let out = Command::new("ps")
+        .args(["-o", "lstart=", "-p", &pid.to_string()])
+        .env("LC_ALL", "C")
+        .env("TZ", "UTC")
+        .output()
+        .expect("ps");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
 /// A pid that belonged to a process that has exited and been reaped.
 fn dead_pid() -> u32 {
     let mut c = Command::new("true").spawn().unwrap();
@@ -32,7 +50,8 @@ fn dead_pid() -> u32 {
 fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
     let d = tempfile::tempdir().unwrap();
     let home = d.path();
-    let me = this_process().expect("this process is in /proc");
+    let me = this_process().expect("this process");
+    let start = ticks(me.pid);
     let s = sid("4f0e1c2a-open");
     assert_eq!(open_session(home, &s), None, "no sessions folder: closed");
     write(home, "garbage.json", "{not json");
@@ -49,7 +68,7 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
         &format!(
             "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{}\"}}",
             dead_pid(),
-            me.start
+            start
         ),
     );
     write(
@@ -58,7 +77,7 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
         &format!(
             "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{}\", \"kind\": \"interactive\"}}",
             me.pid,
-            me.start + 1
+            start + 100_000
         ),
     );
     write(
@@ -66,7 +85,7 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
         "3.json",
         &format!(
             "{{\"pid\": {}, \"sessionId\": \"other\", \"procStart\": \"{}\"}}",
-            me.pid, me.start
+            me.pid, start
         ),
     );
     assert_eq!(
@@ -79,7 +98,7 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
         "4.json",
         &format!(
             "{{\"pid\": {}, \"sessionId\": \"{s}\", \"cwd\": \"/w\", \"procStart\": \"{}\", \"kind\": \"interactive\", \"status\": \"busy\", \"future\": {{\"x\": 1}}}}",
-            me.pid, me.start
+            me.pid, start
         ),
     );
     assert_eq!(
@@ -102,6 +121,46 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
         &format!("{{\"pid\": \"{}\", \"sessionId\": \"{s}\"}}", me.pid),
     );
     assert_eq!(open_session(home, &s).map(|o| o.pid), Some(me.pid));
+}
+
+/// Claude Code on macOS writes `procStart` as `ps -o lstart` prints it: a live process so
+/// named holds its conversation open, on either build; one started an hour apart does not.
+#[test]
+fn a_sessions_file_in_the_macos_form_holds_the_conversation_open() {
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path();
+    let me = this_process().expect("this process");
+    let s = sid("4f0e1c2a-mac");
+    let text = lstart(me.pid);
+    assert!(text.len() >= 20, "ps printed {text:?}");
+    write(
+        home,
+        "9.json",
+        &format!(
+            "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{text}\", \"kind\": \"interactive\"}}",
+            me.pid
+        ),
+    );
+    assert_eq!(
+        open_session(home, &s).map(|o| o.pid),
+        Some(me.pid),
+        "procStart {text:?} names this process"
+    );
+    let at = hooks_platform::process::parse_lstart(&text).unwrap() - 3600;
+    let hour_off = hooks_platform::process::lstart_of(at).unwrap();
+    write(
+        home,
+        "9.json",
+        &format!(
+            "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{hour_off}\"}}",
+            me.pid
+        ),
+    );
+    assert_eq!(
+        open_session(home, &s),
+        None,
+        "a reused pid: the process named started an hour before this one"
+    );
 }
 
 fn lease(run: &str, owner: Option<ProcessRef>, host: &str) -> RunLease {
@@ -183,10 +242,20 @@ async fn the_run_lease_is_a_test_and_set_with_the_stamp_and_judged_by_its_proces
         (lease("x", Some(me), "here"), Holder::Alive),
         (lease("x", Some(gone), "here"), Holder::Gone),
         (lease("x", Some(reused), "here"), Holder::Gone),
+        // Its daemon died but its claude runs on (no parent-death signal, as on macOS):
+        // over for the record; the next daemon ends it and records it interrupted.
         (
             RunLease {
                 child: Some(me),
                 ..lease("x", Some(gone), "here")
+            },
+            Holder::Gone,
+        ),
+        // A lease that names no daemon is judged by its run's process.
+        (
+            RunLease {
+                child: Some(me),
+                ..lease("x", None, "here")
             },
             Holder::Alive,
         ),

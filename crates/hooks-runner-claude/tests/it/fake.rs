@@ -185,8 +185,10 @@ async fn a_started_run_names_its_process_and_leftovers_of_a_dead_runner_can_be_e
         .await
         .unwrap();
     let p = handle.process().expect("the child is named");
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", p.pid)).unwrap();
-    assert_eq!(hooks_core::parse_proc_stat(&stat).unwrap().start, p.start);
+    assert_eq!(
+        hooks_platform::process::process(p.pid).unwrap().start,
+        p.start
+    );
     assert!(wait_until(10, || work.join("grandchild").exists()));
     assert!(wait_until(10, || f.env.leftovers().len() == 2));
     // The runner dies without cleaning up: its guard is never run, and the child goes

@@ -1,0 +1,191 @@
+//! Linux: `/proc`, inotify and `prctl`.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::FromRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::process::Proc;
+
+pub const NAME: &str = "linux";
+
+/// What `/proc/<pid>/stat` says. The command name (field 2) is in parentheses and may
+/// itself hold spaces and parentheses, so the fields are counted after the last `)`.
+pub fn parse_stat(pid: u32, text: &str) -> Option<Proc> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: 3 state, 4 ppid, 5 pgrp, …, 22 starttime → indexes 0, 1, 2, 19.
+    let state = f.first()?.chars().next()?;
+    Some(Proc {
+        pid,
+        ppid: f.get(1)?.parse().ok()?,
+        pgrp: f.get(2)?.parse().ok()?,
+        start: f.get(19)?.parse().ok()?,
+        alive: !matches!(state, 'Z' | 'X' | 'x'),
+    })
+}
+
+pub fn process(pid: u32) -> Option<Proc> {
+    parse_stat(
+        pid,
+        &std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?,
+    )
+}
+
+pub fn all_pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .map(|rd| {
+            rd.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn env_has(pid: u32, key: &str) -> bool {
+    let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let key = format!("{key}=");
+    env.split(|b| *b == 0)
+        .any(|v| v.starts_with(key.as_bytes()))
+}
+
+pub fn exe(pid: u32) -> Option<PathBuf> {
+    std::fs::read_link(format!("/proc/{pid}/exe")).ok()
+}
+
+/// Clock ticks per second, and the boot time in seconds after the epoch.
+fn clock() -> Option<(u64, i64)> {
+    static CLOCK: OnceLock<Option<(u64, i64)>> = OnceLock::new();
+    *CLOCK.get_or_init(|| {
+        // SAFETY: sysconf has no memory effects.
+        let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).ok()?;
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let btime = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("btime "))?
+            .trim()
+            .parse()
+            .ok()?;
+        (hz > 0).then_some((hz, btime))
+    })
+}
+
+pub fn start_epoch(p: &Proc) -> Option<i64> {
+    let (hz, btime) = clock()?;
+    Some(btime + i64::try_from(p.start / hz).ok()?)
+}
+
+/// Ticks are what this build reads: they must be equal.
+pub fn ticks_match(p: &Proc, ticks: u64) -> bool {
+    p.start == ticks
+}
+
+pub const DIES_WITH_PARENT: bool = true;
+
+pub fn die_with_parent() -> std::io::Result<()> {
+    // SAFETY: prctl(2) with PR_SET_PDEATHSIG takes a signal number and has no memory
+    // effects; it is async-signal-safe, so it may run between fork and exec.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+pub fn watch(
+    dir: &Path,
+    name: &'static str,
+    wake: Box<dyn Fn() + Send + Sync>,
+) -> std::io::Result<()> {
+    let path = CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
+    // SAFETY: inotify_init1 takes flags and returns a new descriptor or -1.
+    let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is the descriptor just created and owned by nothing else; from here the
+    // File owns it and closes it.
+    let mut file = unsafe { File::from_raw_fd(fd) };
+    // SAFETY: `path` is a valid NUL-terminated string that outlives the call.
+    let wd = unsafe {
+        libc::inotify_add_watch(fd, path.as_ptr(), libc::IN_MOVED_TO | libc::IN_CLOSE_WRITE)
+    };
+    if wd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::thread::Builder::new()
+        .name("store-watch".into())
+        .spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = file.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                if names(&buf[..n]).any(|e| e == name.as_bytes()) {
+                    wake();
+                }
+            }
+        })?;
+    Ok(())
+}
+
+/// The file names in a buffer of `struct inotify_event`s: wd, mask, cookie, len (four
+/// 32-bit fields), then `len` bytes of NUL-padded name.
+fn names(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut at = 0usize;
+    std::iter::from_fn(move || {
+        let header = buf.get(at..at + 16)?;
+        let len = u32::from_ne_bytes(header[12..16].try_into().ok()?) as usize;
+        let raw = buf.get(at + 16..at + 16 + len)?;
+        at += 16 + len;
+        Some(raw.split(|b| *b == 0).next().unwrap_or(&[]))
+    })
+}
+
+/// Extra `mmap` flags: fault the whole mapping in at once.
+pub const MMAP_FLAGS: libc::c_int = libc::MAP_POPULATE;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_are_read_after_the_last_parenthesis() {
+        let line = "4242 (we (ird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 307923 1000 10";
+        let p = parse_stat(4242, line).unwrap();
+        assert_eq!((p.ppid, p.pgrp, p.start, p.alive), (1, 4242, 307_923, true));
+        let z = line.replace(") S ", ") Z ");
+        assert!(!parse_stat(4242, &z).unwrap().alive);
+        assert_eq!(parse_stat(1, "garbage"), None);
+        assert_eq!(parse_stat(1, "1 (x) S 1 2"), None, "too short");
+    }
+
+    #[test]
+    fn event_names_are_read_from_the_buffer() {
+        let mut buf = Vec::new();
+        for (name, pad) in [("hooks.json", 6usize), ("a", 15)] {
+            buf.extend_from_slice(&1i32.to_ne_bytes());
+            buf.extend_from_slice(&libc::IN_MOVED_TO.to_ne_bytes());
+            buf.extend_from_slice(&0u32.to_ne_bytes());
+            buf.extend_from_slice(&((name.len() + pad) as u32).to_ne_bytes());
+            buf.extend_from_slice(name.as_bytes());
+            buf.extend(std::iter::repeat_n(0u8, pad));
+        }
+        let got: Vec<&[u8]> = names(&buf).collect();
+        assert_eq!(got, [b"hooks.json".as_slice(), b"a".as_slice()]);
+        assert_eq!(names(&buf[..10]).count(), 0, "a cut-off header is not read");
+    }
+
+    #[test]
+    fn a_start_in_ticks_is_a_time_after_boot() {
+        let me = crate::process::this_process().unwrap();
+        let at = start_epoch(&me).unwrap();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        assert!((now - 3600..=now + 1).contains(&at), "{at} vs {now}");
+    }
+}
