@@ -1,26 +1,32 @@
 //! Development tasks, std only.
 //!
-//! - `cargo xtask ci`: everything CI checks, in order: the pinned claude CLI is installed,
-//!   `cargo fmt --check`, clippy with `-D warnings`, the layering check, the whole test
-//!   suite, the conformance checks when the shared folder is beside the project, a 60 s fuzz
+//! - `cargo xtask ci`: everything CI checks, in order: the pinned claude CLIs are installed,
+//!   `cargo fmt --check`, clippy with `-D warnings` (all features, then Linux's), the
+//!   layering and portability checks, the whole test suite on Linux's platform code and
+//!   again on the portable one, the real-CLI sets on the newest pinned Claude Code, the
+//!   conformance checks when the shared folder is beside the project, a 60 s fuzz
 //!   run of the HTTP API against its OpenAPI document, and a quick benchmark so it cannot rot.
 //! - `cargo xtask conformance`: the checks against outside material in the shared folder
 //!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
 //!   the original Python module reading and writing this project's store.
-//! - `cargo xtask deps`: installs what the tests need (the pinned claude CLI, from npm).
+//! - `cargo xtask deps`: installs what the tests need (the pinned claude CLIs, from npm).
 //! - `cargo xtask layering`: proves the crate boundaries with `cargo tree`.
+//! - `cargo xtask portability`: the code outside hooks-platform's Linux implementation
+//!   uses nothing only Linux has (portability.rs).
 //! - `cargo xtask fuzz-api [SECONDS]`: schemathesis against a real `serve --http` (fuzz.rs).
 //! - `cargo xtask man`: writes the man page, `target/man/hooks-app.1`, from the CLI itself.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
 
 mod bench;
 mod fuzz;
+mod portability;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-/// The Claude Code version the tests pin.
-pub const CLAUDE_VERSION: &str = "2.1.197";
+/// The Claude Code versions the tests pin: the oldest supported and the newest at the time
+/// of writing (the same list as hooks-testkit's `CLAUDE_VERSIONS`).
+pub const CLAUDE_VERSIONS: [&str; 2] = ["2.1.197", "2.1.332"];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -56,13 +62,14 @@ fn main() -> ExitCode {
         Some("conformance") => conformance(),
         Some("man") => man(),
         Some("layering") => layering(),
+        Some("portability") => portability::run(&root()),
         Some("bench") => bench::run(&root(), &rest),
         Some("fuzz-api") => fuzz::run(
             &root(),
             rest.first().and_then(|s| s.parse().ok()).unwrap_or(60),
         ),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering | portability | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -137,9 +144,16 @@ fn conformance() -> Result<(), String> {
     )
 }
 
-/// Installs the pinned claude CLI into target/test-deps (where hooks-testkit looks).
+/// Installs the pinned claude CLIs into target/test-deps (where hooks-testkit looks).
 fn deps() -> Result<(), String> {
-    let dir = root().join(format!("target/test-deps/claude-code-{CLAUDE_VERSION}"));
+    for v in CLAUDE_VERSIONS {
+        install_claude(v)?;
+    }
+    Ok(())
+}
+
+fn install_claude(want: &str) -> Result<(), String> {
+    let dir = root().join(format!("target/test-deps/claude-code-{want}"));
     let bin = dir.join("node_modules/.bin/claude");
     let version = |b: &Path| {
         Command::new(b)
@@ -150,10 +164,10 @@ fn deps() -> Result<(), String> {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
             .unwrap_or_default()
     };
-    if !version(&bin).starts_with(CLAUDE_VERSION) {
+    if !version(&bin).starts_with(want) {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         step(
-            &format!("npm install @anthropic-ai/claude-code@{CLAUDE_VERSION}"),
+            &format!("npm install @anthropic-ai/claude-code@{want}"),
             Command::new("npm")
                 .args([
                     "install",
@@ -163,18 +177,15 @@ fn deps() -> Result<(), String> {
                     "--prefix",
                 ])
                 .arg(&dir)
-                .arg(format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}")),
+                .arg(format!("@anthropic-ai/claude-code@{want}")),
         )
         .map_err(|e| {
             format!("{e}: the end-to-end tests need the real CLI from the npm registry")
         })?;
     }
     let v = version(&bin);
-    if !v.starts_with(CLAUDE_VERSION) {
-        return Err(format!(
-            "{} reports {v:?}, not {CLAUDE_VERSION}",
-            bin.display()
-        ));
+    if !v.starts_with(want) {
+        return Err(format!("{} reports {v:?}, not {want}", bin.display()));
     }
     eprintln!("xtask: claude {v} at {}", bin.display());
     Ok(())
@@ -315,6 +326,8 @@ fn ci() -> Result<(), String> {
         "cargo fmt --check",
         cargo().args(["fmt", "--all", "--", "--check"]),
     )?;
+    // Twice: with every feature (the portable platform code among them), and as a Linux
+    // build has it (the Linux platform code).
     step(
         "clippy",
         cargo().args([
@@ -327,22 +340,58 @@ fn ci() -> Result<(), String> {
             "warnings",
         ]),
     )?;
+    step(
+        "clippy (the Linux platform code)",
+        cargo().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
+    )?;
     layering()?;
+    portability::run(&root())?;
     let nextest = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args(["nextest", "--version"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if nextest {
-        step(
-            "tests (nextest)",
-            cargo().args(["nextest", "run", "--workspace", "--no-fail-fast"]),
-        )?;
-    } else {
-        step(
-            "tests",
-            cargo().args(["test", "--workspace", "--no-fail-fast"]),
-        )?;
-    }
+    let tests = |name: &str, args: &[&str], env: &[(&str, &str)]| {
+        let mut c = cargo();
+        if nextest {
+            c.args(["nextest", "run", "--no-fail-fast"]);
+        } else {
+            c.args(["test", "--no-fail-fast"]);
+        }
+        c.args(args).envs(env.iter().copied());
+        step(name, &mut c)
+    };
+    // Every test, on Linux's platform code and the oldest supported Claude Code.
+    let linux = tests("tests", &["--workspace"], &[]);
+    // Every test again through the portable platform code (what macOS runs).
+    let portable = tests(
+        "tests (portable platform code)",
+        &["--workspace", "--features", "hooks-app/portable"],
+        &[],
+    );
+    // The sets that drive the real CLI, against the newest pinned Claude Code.
+    let newest = CLAUDE_VERSIONS[CLAUDE_VERSIONS.len() - 1];
+    let on_newest = [("HOOKS_TEST_CLAUDE_VERSION", newest)];
+    let e2e = tests(
+        &format!("the end-to-end tests, on Claude Code {newest}"),
+        &["-p", "hooks-app", "--test", "e2e"],
+        &on_newest,
+    );
+    let runner = tests(
+        &format!("the claude runner's tests, on Claude Code {newest}"),
+        &["-p", "hooks-runner-claude"],
+        &on_newest,
+    );
+    linux?;
+    portable?;
+    e2e?;
+    runner?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
     if shared().is_some() {
         conformance()?;

@@ -23,8 +23,31 @@ use std::process::Command;
 pub use mock::{MockApi, MockMode};
 pub use tui::Tui;
 
-/// The Claude Code version the tests run against.
-pub const CLAUDE_VERSION: &str = "2.1.197";
+/// The Claude Code versions the tests are run against: the oldest supported, and the newest
+/// at the time of writing (bump the second to move on; `cargo xtask deps` installs both).
+pub const CLAUDE_VERSIONS: [&str; 2] = ["2.1.197", "2.1.332"];
+
+/// The Claude Code version these tests run against: `HOOKS_TEST_CLAUDE_VERSION` (one of
+/// [`CLAUDE_VERSIONS`]), else the oldest.
+pub fn claude_version() -> &'static str {
+    match std::env::var("HOOKS_TEST_CLAUDE_VERSION") {
+        Ok(v) => CLAUDE_VERSIONS
+            .iter()
+            .find(|x| **x == v.trim())
+            .copied()
+            .unwrap_or_else(|| {
+                panic!("HOOKS_TEST_CLAUDE_VERSION={v} is not one of {CLAUDE_VERSIONS:?}")
+            }),
+        Err(_) => CLAUDE_VERSIONS[0],
+    }
+}
+
+/// Whether the CLI under test is at least `version` (e.g. `"2.1.332"`): where two versions
+/// behave differently, a test says which does what.
+pub fn claude_at_least(version: &str) -> bool {
+    let parse = |v: &str| -> Vec<u32> { v.split('.').filter_map(|x| x.parse().ok()).collect() };
+    parse(claude_version()) >= parse(version)
+}
 
 /// The workspace's root folder.
 pub fn workspace_root() -> PathBuf {
@@ -36,7 +59,7 @@ pub fn workspace_root() -> PathBuf {
 
 /// Where the pinned CLI is installed.
 pub fn claude_install_dir() -> PathBuf {
-    workspace_root().join(format!("target/test-deps/claude-code-{CLAUDE_VERSION}"))
+    workspace_root().join(format!("target/test-deps/claude-code-{}", claude_version()))
 }
 
 /// The pinned `claude` binary, installing it from npm when it is not there yet. Panics with
@@ -52,12 +75,16 @@ pub fn claude_bin() -> PathBuf {
         let lock = File::create(dir.with_extension("lock")).expect("create the install lock");
         lock.lock().expect("lock the install");
         if !has_version(&bin) {
-            npm_install(&dir, &format!("@anthropic-ai/claude-code@{CLAUDE_VERSION}"));
+            npm_install(
+                &dir,
+                &format!("@anthropic-ai/claude-code@{}", claude_version()),
+            );
         }
         assert!(
             has_version(&bin),
-            "{} does not report version {CLAUDE_VERSION} after install",
-            bin.display()
+            "{} does not report version {} after install",
+            bin.display(),
+            claude_version()
         );
     }
     bin
@@ -95,7 +122,7 @@ fn has_version(bin: &Path) -> bool {
             .arg("--version")
             .env("DISABLE_AUTOUPDATER", "1")
             .output()
-            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with(CLAUDE_VERSION))
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).starts_with(claude_version()))
 }
 
 /// A scratch home for the real CLI, pointed at a mock API, with a marker variable that
@@ -104,6 +131,9 @@ pub struct ClaudeEnv {
     pub dir: tempfile::TempDir,
     pub marker: String,
     pub base_url: String,
+    /// Variables a test adds (e.g. `ANTHROPIC_MODEL`), for every process that gets
+    /// [`Self::vars`].
+    extra: std::sync::Mutex<Vec<(String, String)>>,
 }
 
 impl ClaudeEnv {
@@ -115,7 +145,17 @@ impl ClaudeEnv {
             dir,
             marker,
             base_url: api.base_url(),
+            extra: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Adds `key=value` to what every `claude` started here (and every program that starts
+    /// one) gets.
+    pub fn set_var(&self, key: &str, value: &str) {
+        self.extra
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((key.to_owned(), value.to_owned()));
     }
 
     pub fn home(&self) -> PathBuf {
@@ -155,6 +195,13 @@ impl ClaudeEnv {
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
+        .chain(
+            self.extra
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .iter()
+                .cloned(),
+        )
         .collect()
     }
 

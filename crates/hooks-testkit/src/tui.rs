@@ -48,6 +48,9 @@ fn pre_accept(env: &ClaudeEnv, cwd: &Path) {
     }
 }
 
+/// What the TUI shows once it takes input, by version.
+pub const READY: [&str; 2] = ["for shortcuts", "shift+tab to cycle"];
+
 impl Tui {
     /// Starts `claude` (no arguments) in `cwd` with the environment of `env`, and waits
     /// for its prompt.
@@ -86,8 +89,10 @@ impl Tui {
         .parse()
         .expect("the pane's pid");
         let t = Self { socket, pid };
+        // 2.1.197's ready screen says "? for shortcuts"; 2.1.332's, "⏵⏵ auto mode on
+        // (shift+tab to cycle)".
         assert!(
-            t.wait_for(60, "for shortcuts"),
+            t.wait_for_any(60, &READY),
             "the TUI came up: {}",
             t.screen()
         );
@@ -103,6 +108,14 @@ impl Tui {
     /// Waits up to `secs` for `text` to be on the screen.
     pub fn wait_for(&self, secs: u64, text: &str) -> bool {
         wait_until(secs, || self.screen().contains(text))
+    }
+
+    /// Waits until the screen shows any of `texts`.
+    pub fn wait_for_any(&self, secs: u64, texts: &[&str]) -> bool {
+        wait_until(secs, || {
+            let screen = self.screen();
+            texts.iter().any(|t| screen.contains(t))
+        })
     }
 
     /// Types `text`, then Enter.
