@@ -33,6 +33,9 @@ fn resumed(app: &App) -> bool {
 /// (`0`: none); follow-ups run a `claude` that logs its arguments.
 fn capped_app(cap: &str) -> App {
     let mut app = App::real();
+    // One model on every pinned Claude Code (2.1.197 defaults to claude-opus-4-8, 2.1.332
+    // to claude-opus-5-5), so the figures below hold on both.
+    app.env.set_var("ANTHROPIC_MODEL", "claude-opus-4-8");
     app.claude = logging_claude(&app);
     app.ok(&["init"]);
     app.ok(&["install", "--daemon", "none"]);
@@ -279,4 +282,58 @@ fn the_daily_budget_stops_the_third_of_three_runs_until_the_next_day() {
     assert_eq!(runs.len(), 3, "{runs:?}");
     assert_eq!(runs[2]["sessionId"], sessions[2].as_str());
     assert!(app.pending().is_empty());
+}
+
+#[test]
+fn prices_lists_the_table_and_where_each_price_comes_from() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let v = app.json(&["prices"]);
+    let model = |id: &str| {
+        v["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["model"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("{id} in {v}"))
+    };
+    // Claude Code 2.1.332's default model, at its catalogue's price.
+    let opus = model("claude-opus-5-5");
+    assert_eq!(
+        (
+            opus["input"].as_f64(),
+            opus["output"].as_f64(),
+            opus["cacheRead"].as_f64()
+        ),
+        (Some(4.0), Some(20.0), Some(0.2))
+    );
+    assert_eq!(opus["source"], "built in");
+    assert_eq!(v["aliases"]["opus"], "claude-opus-5-5");
+    assert_eq!(v["taken"], "2026-12-03");
+    std::fs::write(
+        app.data_dir().join("prices.json"),
+        r#"{"models": {"my-gateway-model": {"input": 2, "output": 8}}}"#,
+    )
+    .unwrap();
+    let v = app.json(&["prices"]);
+    let mine = v["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == "my-gateway-model")
+        .cloned()
+        .unwrap();
+    assert_eq!(mine["source"], "prices.json");
+    let text = app.ok(&["prices"]);
+    assert!(
+        text.contains("claude-opus-5-5") && text.contains("opus → claude-opus-5-5"),
+        "{text}"
+    );
+    // doctor says which Claude Code it found, and whether it is a tested one.
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("tested range") || doctor.contains("tested,") || doctor.contains("tested:"),
+        "{doctor}"
+    );
 }

@@ -201,6 +201,9 @@ pub enum Command {
     },
     /// Check the set-up and say how to fix each problem
     Doctor(JsonFlag),
+    /// The price table estimates use: each model's prices, where each comes from (built in,
+    /// or your prices.json), the aliases, and when the built-in table was taken
+    Prices(JsonFlag),
     /// Approve the prompt files a project brings (.claude/agents/hooks/*.md), so its
     /// conversations' follow-ups may use them; list or revoke approvals
     Trust(TrustArgs),

@@ -92,6 +92,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
         Command::Trust(a) => crate::trust::command(&ctx, &a)?,
+        Command::Prices(j) => crate::prices::command(&ctx, j.json)?,
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -173,6 +173,34 @@ impl Check {
     }
 }
 
+/// The Claude Code versions this build is tested against: the oldest supported and the
+/// newest pinned (the suite runs against both).
+pub const TESTED_CLAUDE: (&str, &str) = ("2.1.197", "2.1.332");
+
+/// Whether `version` (as `claude --version` prints it) is inside [`TESTED_CLAUDE`].
+fn tested_range(version: &str) -> String {
+    let parse = |v: &str| -> Option<Vec<u32>> {
+        v.split_whitespace()
+            .next()?
+            .split('.')
+            .map(|x| x.parse().ok())
+            .collect()
+    };
+    let (lo, hi) = TESTED_CLAUDE;
+    match (parse(version), parse(lo), parse(hi)) {
+        (Some(v), Some(l), Some(h)) if v >= l && v <= h => {
+            format!("inside the tested range {lo} to {hi}")
+        }
+        (Some(v), Some(l), _) if v < l => {
+            format!("older than the oldest tested, {lo}: update Claude Code (claude update)")
+        }
+        (Some(_), _, _) => {
+            format!("newer than the newest tested, {hi}: it usually works; report what does not")
+        }
+        _ => format!("a version this build cannot read (tested: {lo} to {hi})"),
+    }
+}
+
 pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     let mut checks = Vec::new();
     let data = ctx.data_dir.display().to_string();
@@ -232,7 +260,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 .version(),
         )?;
         checks.push(match claude {
-            Ok(v) => Check { name: "claude", ok: true, detail: format!("{} ({v})", ctx.claude_bin.display()), fix: None },
+            Ok(v) => Check { name: "claude", ok: true, detail: format!("{} ({v}; {})", ctx.claude_bin.display(), tested_range(&v)), fix: None },
             Err(e) => Check {
                 name: "claude",
                 ok: false,

@@ -118,6 +118,74 @@ pub fn load(dir: &Path) -> AppResult<PriceTable> {
     }
 }
 
+/// `hooks-app prices`: the table as estimates see it, and where each price comes from.
+pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
+    let table = load(&ctx.data_dir)?;
+    let builtin = PriceTable::builtin();
+    let source = |m: &str, p: &hooks_core::cost::Price| match builtin.lookup(m) {
+        Some((_, b)) if b == *p => "built in",
+        _ => PRICES_FILE,
+    };
+    if json {
+        let models: Vec<serde_json::Value> = table
+            .models()
+            .map(|(m, p)| {
+                serde_json::json!({"model": m, "input": p.input, "output": p.output,
+                    "cacheWrite5m": p.cache_write_5m, "cacheWrite1h": p.cache_write_1h,
+                    "cacheRead": p.cache_read, "source": source(m, p)})
+            })
+            .collect();
+        let aliases: serde_json::Map<String, serde_json::Value> = table
+            .aliases()
+            .map(|(a, m)| (a.to_owned(), serde_json::Value::String(m.to_owned())))
+            .collect();
+        crate::commands::print_json(&serde_json::json!({
+            "taken": hooks_core::cost::PRICES_TAKEN,
+            "source": hooks_core::cost::PRICES_SOURCE,
+            "models": models,
+            "aliases": aliases,
+        }));
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = table
+        .models()
+        .map(|(m, p)| {
+            vec![
+                m.to_owned(),
+                format!("{}", p.input),
+                format!("{}", p.output),
+                format!("{}", p.cache_write_5m),
+                format!("{}", p.cache_read),
+                source(m, p).to_owned(),
+            ]
+        })
+        .collect();
+    crate::commands::print_table(
+        &[
+            "MODEL",
+            "INPUT",
+            "OUTPUT",
+            "CACHE WRITE",
+            "CACHE READ",
+            "SOURCE",
+        ],
+        &rows,
+    );
+    println!();
+    for (a, m) in table.aliases() {
+        println!("{a} → {m}");
+    }
+    println!(
+        "\nUS dollars per million tokens. Built-in table taken {}: {}. A model it lacks is \
+         priced as the dearest of its family (opus, sonnet, haiku, fable, mythos) and says so; \
+         add or change prices in {}.",
+        hooks_core::cost::PRICES_TAKEN,
+        hooks_core::cost::PRICES_SOURCE,
+        ctx.data_dir.join(PRICES_FILE).display()
+    );
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

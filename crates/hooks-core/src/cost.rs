@@ -62,41 +62,55 @@ impl Price {
 
 /// When the built-in table was taken, and from where.
 pub const PRICES_TAKEN: &str = "2026-12-03";
-pub const PRICES_SOURCE: &str = "Anthropic's published per-token prices, checked against the \
-     total_cost_usd that Claude Code 2.1.197 computes for each model";
+pub const PRICES_SOURCE: &str = "the model catalogue of Claude Code 2.1.332 (its per-model \
+     pricing tiers), checked against the total_cost_usd that Claude Code 2.1.332 computes for \
+     each model";
 
-/// The built-in prices, by model id without a date suffix.
-const BUILTIN: &[(&str, f64, f64)] = &[
-    // Opus 4.5 and later.
-    ("claude-opus-4-8", 5.0, 25.0),
-    ("claude-opus-4-7", 5.0, 25.0),
-    ("claude-opus-4-6", 5.0, 25.0),
-    ("claude-opus-4-5", 5.0, 25.0),
-    // Opus 4 and 4.1.
-    ("claude-opus-4-1", 15.0, 75.0),
-    ("claude-opus-4-0", 15.0, 75.0),
-    ("claude-opus-4", 15.0, 75.0),
-    // Sonnet.
-    ("claude-sonnet-5", 3.0, 15.0),
-    ("claude-sonnet-4-6", 3.0, 15.0),
-    ("claude-sonnet-4-5", 3.0, 15.0),
-    ("claude-sonnet-4-0", 3.0, 15.0),
-    ("claude-sonnet-4", 3.0, 15.0),
-    ("claude-3-7-sonnet", 3.0, 15.0),
-    // Haiku.
-    ("claude-haiku-4-5", 1.0, 5.0),
-    ("claude-3-5-haiku", 0.8, 4.0),
-    // The 5 family's largest models.
-    ("claude-mythos-5", 10.0, 50.0),
-    ("claude-fable-5", 10.0, 50.0),
+/// The built-in prices, by model id without a date suffix: input, output, and the cache
+/// read price where it is not the usual tenth of the input price.
+const BUILTIN: &[(&str, f64, f64, Option<f64>)] = &[
+    // Opus.
+    ("claude-opus-5-5", 4.0, 20.0, Some(0.2)),
+    ("claude-opus-5", 5.0, 25.0, None),
+    ("claude-opus-4-8", 5.0, 25.0, None),
+    ("claude-opus-4-7", 5.0, 25.0, None),
+    ("claude-opus-4-6", 5.0, 25.0, None),
+    ("claude-opus-4-5", 5.0, 25.0, None),
+    ("claude-opus-4-1", 15.0, 75.0, None),
+    ("claude-opus-4-0", 15.0, 75.0, None),
+    ("claude-opus-4", 15.0, 75.0, None),
+    // Sonnet. Claude Code 2.1.197 priced claude-sonnet-5 at 3/15; 2.1.332 at 2/10.
+    ("claude-sonnet-5-5", 2.0, 10.0, Some(0.1)),
+    ("claude-sonnet-5", 2.0, 10.0, None),
+    ("claude-sonnet-4-6", 3.0, 15.0, None),
+    ("claude-sonnet-4-5", 3.0, 15.0, None),
+    ("claude-sonnet-4-0", 3.0, 15.0, None),
+    ("claude-sonnet-4", 3.0, 15.0, None),
+    ("claude-3-7-sonnet", 3.0, 15.0, None),
+    ("claude-3-5-sonnet", 3.0, 15.0, None),
+    // Haiku. Claude Code prices claude-haiku-5-5 five times higher for a prompt over 100k
+    // tokens; this table has the price below that (see ARCHITECTURE's known limits).
+    ("claude-haiku-5-5", 0.1, 0.5, None),
+    ("claude-haiku-4-5", 1.0, 5.0, None),
+    ("claude-3-5-haiku", 0.8, 4.0, None),
+    // Fable and Mythos.
+    ("claude-fable-5-2", 8.0, 40.0, Some(0.2)),
+    ("claude-fable-5-1", 10.0, 50.0, Some(0.25)),
+    ("claude-fable-5", 10.0, 50.0, None),
+    ("claude-mythos-5-2", 8.0, 40.0, Some(0.2)),
+    ("claude-mythos-5-1", 10.0, 50.0, Some(0.25)),
+    ("claude-mythos-5", 10.0, 50.0, None),
 ];
 
-/// The aliases Claude Code 2.1.197 resolves, and what to.
+/// The aliases Claude Code 2.1.332 resolves, and what to (2.1.197 resolved opus to
+/// claude-opus-4-8, sonnet to claude-sonnet-5, haiku to claude-haiku-4-5 and fable to
+/// claude-fable-5).
 const ALIASES: &[(&str, &str)] = &[
-    ("opus", "claude-opus-4-8"),
-    ("sonnet", "claude-sonnet-5"),
-    ("haiku", "claude-haiku-4-5"),
-    ("opusplan", "claude-opus-4-8"),
+    ("opus", "claude-opus-5-5"),
+    ("sonnet", "claude-sonnet-5-5"),
+    ("haiku", "claude-haiku-5-5"),
+    ("fable", "claude-fable-5-2"),
+    ("opusplan", "claude-opus-5-5"),
 ];
 
 /// Model ids and their prices. Ids are compared after [`canonical`].
@@ -118,7 +132,13 @@ impl PriceTable {
         Self {
             models: BUILTIN
                 .iter()
-                .map(|(m, i, o)| ((*m).to_owned(), Price::standard(*i, *o)))
+                .map(|(m, i, o, read)| {
+                    let mut p = Price::standard(*i, *o);
+                    if let Some(r) = read {
+                        p.cache_read = *r;
+                    }
+                    ((*m).to_owned(), p)
+                })
                 .collect(),
             aliases: ALIASES
                 .iter()
@@ -160,10 +180,37 @@ impl PriceTable {
             .map(|(m, p)| (m.clone(), *p))
     }
 
+    /// The dearest price of `model`'s family (`opus`, `sonnet`, `haiku`, `fable`, `mythos`,
+    /// named in its id), for a model the table does not know: a cap then still holds.
+    pub fn lookup_family(&self, model: &str) -> Option<(String, Price)> {
+        let id = canonical(model);
+        let family = ["opus", "sonnet", "haiku", "fable", "mythos"]
+            .into_iter()
+            .find(|f| id.contains(f))?;
+        self.models
+            .iter()
+            .filter(|(m, _)| m.contains(family))
+            // The first of the dearest, in the table's order.
+            .fold(None::<&(String, Price)>, |best, e| match best {
+                Some(b) if dearness(&b.1) >= dearness(&e.1) => Some(b),
+                _ => Some(e),
+            })
+            .map(|(m, p)| (m.clone(), *p))
+    }
+
+    /// Every alias and the model it names.
+    pub fn aliases(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.aliases.iter().map(|(a, m)| (a.as_str(), m.as_str()))
+    }
+
     /// Every model and price, in the table's order.
     pub fn models(&self) -> impl Iterator<Item = (&str, &Price)> {
         self.models.iter().map(|(m, p)| (m.as_str(), p))
     }
+}
+
+fn dearness(p: &Price) -> f64 {
+    p.input + p.output + p.cache_write_5m
 }
 
 /// A model id as the table keys it: lower case, without a `[1m]` suffix, a provider's
@@ -221,6 +268,9 @@ pub struct Estimate {
     pub prompt_tokens: u64,
     pub output_tokens: u64,
     pub usd: f64,
+    /// The model whose price was used, when the model itself has none: the dearest of its
+    /// family, so a cap is never passed over for want of a price.
+    pub priced_as: Option<String>,
 }
 
 impl Estimate {
@@ -241,6 +291,7 @@ impl Estimate {
             prompt_tokens,
             output_tokens,
             usd,
+            priced_as: None,
         }
     }
 }
@@ -253,7 +304,14 @@ impl fmt::Display for Estimate {
             usd(self.usd),
             self.model,
             self.context_tokens.div_ceil(1000)
-        )
+        )?;
+        if let Some(p) = &self.priced_as {
+            write!(
+                f,
+                " (it has no price: priced as {p}, the dearest of its family; add it to prices.json)"
+            )?;
+        }
+        Ok(())
     }
 }
 

@@ -883,8 +883,12 @@ impl Service {
         else {
             return CostView::NoModel;
         };
-        let Some((id, price)) = self.config.prices.lookup(&model) else {
-            return CostView::NoPrice { model };
+        let (id, price, priced_as) = match self.config.prices.lookup(&model) {
+            Some((id, price)) => (id, price, None),
+            None => match self.config.prices.lookup_family(&model) {
+                Some((like, price)) => (model.clone(), price, Some(like)),
+                None => return CostView::NoPrice { model },
+            },
         };
         let filter = RunFilter {
             hook_id: Some(hook.id.clone()),
@@ -899,13 +903,15 @@ impl Service {
                 .collect(),
             Err(_) => Vec::new(),
         };
-        CostView::Estimated(Estimate::new(
+        let mut e = Estimate::new(
             &id,
             &price,
             transcript.and_then(|t| t.context_tokens).unwrap_or(0),
             cost::prompt_tokens(&prompt.body),
             cost::expected_output(&recent),
-        ))
+        );
+        e.priced_as = priced_as;
+        CostView::Estimated(e)
     }
 
     /// Whether this process is running a follow-up on `session` right now (it holds the

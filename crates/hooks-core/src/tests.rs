@@ -1208,27 +1208,6 @@ async fn notify_reports_every_hook() {
     );
 }
 
-#[test]
-fn proc_stat_fields_are_counted_after_the_last_parenthesis() {
-    let stat =
-        "4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 286152 1000 10";
-    assert_eq!(
-        parse_proc_stat(stat),
-        Some(ProcStat {
-            state: 'S',
-            ppid: 1,
-            pgrp: 4242,
-            start: 286_152
-        })
-    );
-    assert!(parse_proc_stat(stat).unwrap().is_alive());
-    let zombie = stat.replace(") S 1", ") Z 1");
-    assert!(!parse_proc_stat(&zombie).unwrap().is_alive());
-    for bad in ["", "4242 (x", "4242 (x) S 1 2", "garbage) S x y z"] {
-        assert_eq!(parse_proc_stat(bad), None, "{bad:?}");
-    }
-}
-
 fn lease(hook: &str, owner: &str) -> RunLease {
     RunLease {
         run_id: format!("{owner}#1"),
@@ -1645,10 +1624,12 @@ mod costs {
             ("claude-opus-4-20250514", Some("claude-opus-4")),
             ("claude-3-5-haiku-20241022", Some("claude-3-5-haiku")),
             ("claude-haiku-4-5-20251001", Some("claude-haiku-4-5")),
-            ("sonnet", Some("claude-sonnet-5")),
-            ("OPUS", Some("claude-opus-4-8")),
-            ("sonnet[1m]", Some("claude-sonnet-5")),
-            ("haiku", Some("claude-haiku-4-5")),
+            ("sonnet", Some("claude-sonnet-5-5")),
+            ("OPUS", Some("claude-opus-5-5")),
+            ("sonnet[1m]", Some("claude-sonnet-5-5")),
+            ("haiku", Some("claude-haiku-5-5")),
+            ("fable", Some("claude-fable-5-2")),
+            ("claude-opus-5-5", Some("claude-opus-5-5")),
             ("gpt-5", None),
             ("claude-hooks-test-model", None),
             ("", None),
@@ -1758,7 +1739,35 @@ mod costs {
             prompt_tokens: 10,
             output_tokens: 1000,
             usd,
+            priced_as: None,
         })
+    }
+
+    #[test]
+    fn a_model_without_a_price_is_priced_as_the_dearest_of_its_family() {
+        let t = PriceTable::builtin();
+        let (like, p) = t.lookup_family("claude-opus-9-1-20270101").unwrap();
+        assert_eq!(
+            like, "claude-opus-4-1",
+            "opus at $15/$75 is the dearest opus"
+        );
+        assert_eq!((p.input, p.output), (15.0, 75.0));
+        assert_eq!(
+            t.lookup_family("claude-sonnet-7").unwrap().0,
+            "claude-sonnet-4-6"
+        );
+        assert_eq!(
+            t.lookup_family("claude-haiku-6").unwrap().0,
+            "claude-haiku-4-5"
+        );
+        assert_eq!(t.lookup_family("gpt-5"), None, "no family: no price");
+        let mut e = Estimate::new("claude-opus-9", &p, 100_000, 10, 1000);
+        e.priced_as = Some(like);
+        let text = e.to_string();
+        assert!(
+            text.contains("priced as claude-opus-4-1, the dearest of its family"),
+            "{text}"
+        );
     }
 
     #[test]

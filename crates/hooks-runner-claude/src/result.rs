@@ -18,6 +18,60 @@ struct ResultJson {
     duration_ms: Option<u64>,
     session_id: Option<String>,
     usage: Option<UsageJson>,
+    #[serde(rename = "modelUsage")]
+    model_usage: Option<std::collections::BTreeMap<String, ModelUsageJson>>,
+}
+
+/// One model's line of `modelUsage`.
+#[derive(Debug, Default, Deserialize, Clone, Copy)]
+#[serde(default, rename_all = "camelCase")]
+struct ModelUsageJson {
+    input_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+/// Tokens weighted by what each kind costs against input, the same for every Claude model's
+/// price: cache writes 1.25×, cache reads 0.1×, output 5×.
+fn weighted(input: Option<u64>, write: Option<u64>, read: Option<u64>, output: Option<u64>) -> f64 {
+    let n = |v: Option<u64>| v.unwrap_or(0) as f64;
+    n(input) + 1.25 * n(write) + 0.1 * n(read) + 5.0 * n(output)
+}
+
+/// The run's own cost. Claude Code 2.1.197 reports it as `total_cost_usd`. 2.1.332 reports
+/// there what the whole conversation has cost across every process that resumed it, with
+/// `modelUsage` counting the conversation's tokens and `usage` this run's: then the run's
+/// share of the total is its tokens' share, each kind weighted by its price against input.
+fn own_cost(r: &ResultJson) -> Option<f64> {
+    let total = r.total_cost_usd?;
+    let (Some(u), Some(models)) = (r.usage, r.model_usage.as_ref()) else {
+        return Some(total);
+    };
+    let all: f64 = models
+        .values()
+        .map(|m| {
+            weighted(
+                m.input_tokens,
+                m.cache_creation_input_tokens,
+                m.cache_read_input_tokens,
+                m.output_tokens,
+            )
+        })
+        .sum();
+    let own = weighted(
+        u.input_tokens,
+        u.cache_creation_input_tokens,
+        u.cache_read_input_tokens,
+        u.output_tokens,
+    );
+    // A run stopped early may report no usage of its own (2.1.197 at its budget): then the
+    // report is all there is.
+    if own > 0.0 && all > own * 1.001 {
+        Some(total * own / all)
+    } else {
+        Some(total)
+    }
 }
 
 #[derive(Debug, Default, Deserialize, Clone, Copy)]
@@ -101,7 +155,7 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
             .as_deref()
             .map(|t| ends_with_marker(t, COMPLETED_MARKER)),
         num_turns: r.num_turns,
-        cost_usd: r.total_cost_usd,
+        cost_usd: own_cost(&r),
         usage: r.usage.map(|u| Usage {
             input_tokens: u.input_tokens,
             cache_creation_input_tokens: u.cache_creation_input_tokens,
@@ -111,5 +165,40 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
         duration_ms: r.duration_ms,
         session_id: r.session_id,
         result_text: r.result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What 2.1.332 printed for a second resume of a conversation (trimmed): the total and
+    /// `modelUsage` count the whole conversation, `usage` this run.
+    const RUNNING_TOTAL: &str = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","num_turns":1,
+        "total_cost_usd":0.033304,
+        "usage":{"input_tokens":104,"cache_creation_input_tokens":2000,"cache_read_input_tokens":30000,"output_tokens":12},
+        "modelUsage":{"claude-opus-5-5":{"inputTokens":206,"outputTokens":24,"cacheReadInputTokens":60000,"cacheCreationInputTokens":4000,"costUSD":0.033304}}}"#;
+
+    #[test]
+    fn a_running_total_becomes_the_runs_own_cost() {
+        let o = parse_outcome(Some(0), RUNNING_TOTAL.as_bytes(), b"");
+        // The first process cost 0.016648 (2.1.332's own figure for it), so this one
+        // cost 0.016656.
+        let own = o.cost_usd.unwrap();
+        assert!((own - 0.016656).abs() < 0.016656 * 0.001, "{own}");
+    }
+
+    #[test]
+    fn a_runs_own_cost_stands() {
+        // 2.1.197: modelUsage counts this run only.
+        let one = RUNNING_TOTAL
+            .replace("\"inputTokens\":206,\"outputTokens\":24,\"cacheReadInputTokens\":60000,\"cacheCreationInputTokens\":4000", "\"inputTokens\":104,\"outputTokens\":12,\"cacheReadInputTokens\":30000,\"cacheCreationInputTokens\":2000");
+        let o = parse_outcome(Some(0), one.as_bytes(), b"");
+        assert_eq!(o.cost_usd, Some(0.033304));
+        let bare = r#"{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5}"#;
+        assert_eq!(
+            parse_outcome(Some(0), bare.as_bytes(), b"").cost_usd,
+            Some(0.5)
+        );
     }
 }
