@@ -337,3 +337,75 @@ fn prices_lists_the_table_and_where_each_price_comes_from() {
         "{doctor}"
     );
 }
+
+#[test]
+fn a_model_the_table_lacks_is_priced_from_two_of_its_runs() {
+    let mut app = App::fake();
+    // A claude whose runs report, as Claude Code does, their usage and what it cost at
+    // $2 input and $8 output a million (cache writes 1.25×, reads 0.1×), each run another
+    // mix of tokens.
+    let count = app.env.dir.path().join("count");
+    let script = app.env.dir.path().join("claude-priced");
+    hooks_testkit::write_script(
+        &script,
+        &format!(
+            r#"#!/bin/sh
+c='{count}'; n=$(cat "$c" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "$c"
+cat > /dev/null
+i=$((100*n)); w=$((20000/n)); r=$((50000*n)); o=$((500*n*n))
+cost=$(awk -v i=$i -v w=$w -v r=$r -v o=$o 'BEGIN{{printf "%.9f", (i*2 + w*2.5 + r*0.2 + o*8)/1e6}}')
+printf '{{"type":"result","subtype":"success","is_error":false,"result":"done","num_turns":1,"total_cost_usd":%s,"session_id":"%s","usage":{{"input_tokens":%s,"cache_creation_input_tokens":%s,"cache_read_input_tokens":%s,"output_tokens":%s}}}}\n' "$cost" "$3" $i $w $r $o
+"#,
+            count = count.display()
+        ),
+    );
+    app.claude = script;
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let queue = |session: &str| {
+        // The transcript's model is claude-x, which no table prices.
+        let t = app.transcript(session, &app.proj, 1000);
+        app.ok(&[
+            "notify",
+            "--session",
+            session,
+            "--cwd",
+            app.proj.to_str().unwrap(),
+            "--transcript",
+            t.to_str().unwrap(),
+        ]);
+    };
+    for s in ["s-learn-1", "s-learn-2"] {
+        queue(s);
+        app.ok(&["tick", "--quiet-period", "0"]);
+    }
+    assert_eq!(app.runs().len(), 2);
+    let v = app.json(&["prices"]);
+    let learned = &v["learned"][0];
+    assert_eq!(learned["model"], "claude-x", "{v}");
+    assert_eq!(
+        (
+            learned["input"].as_f64(),
+            learned["output"].as_f64(),
+            learned["runs"].as_u64()
+        ),
+        (Some(2.0), Some(8.0), Some(2)),
+        "{v}"
+    );
+    assert!(app.ok(&["prices"]).contains("learned from 2 runs"));
+
+    // A capped follow-up of that model is now estimated, and runs.
+    app.ok(&["hooks", "update", "post-task", "--max-cost-usd", "5"]);
+    queue("s-learn-3");
+    let session = app.json(&["session", "s-learn-3"]);
+    let e = &session["estimates"][0];
+    assert!(
+        e["text"].as_str().is_some_and(|t| t
+            .contains("priced from what Claude Code reported for 2 of its runs ($2/$8 a million)")),
+        "{e}"
+    );
+    assert!(e["skippedBecause"].is_null(), "{e}");
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert_eq!(app.last_status("post-task"), "ok");
+    assert_eq!(app.runs().len(), 3);
+}

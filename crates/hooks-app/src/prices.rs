@@ -121,6 +121,7 @@ pub fn load(dir: &Path) -> AppResult<PriceTable> {
 /// `hooks-app prices`: the table as estimates see it, and where each price comes from.
 pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
     let table = load(&ctx.data_dir)?;
+    let learned = learned(ctx, &table)?;
     let builtin = PriceTable::builtin();
     let source = |m: &str, p: &hooks_core::cost::Price| match builtin.lookup(m) {
         Some((_, b)) if b == *p => "built in",
@@ -139,26 +140,40 @@ pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
             .aliases()
             .map(|(a, m)| (a.to_owned(), serde_json::Value::String(m.to_owned())))
             .collect();
+        let learned: Vec<serde_json::Value> = learned
+            .iter()
+            .map(|(m, p, runs)| {
+                serde_json::json!({"model": m, "input": p.input, "output": p.output,
+                    "cacheWrite5m": p.cache_write_5m, "cacheRead": p.cache_read, "runs": runs})
+            })
+            .collect();
         crate::commands::print_json(&serde_json::json!({
             "taken": hooks_core::cost::PRICES_TAKEN,
             "source": hooks_core::cost::PRICES_SOURCE,
             "models": models,
             "aliases": aliases,
+            "learned": learned,
         }));
         return Ok(());
     }
+    let row = |m: &str, p: &hooks_core::cost::Price, from: String| {
+        vec![
+            m.to_owned(),
+            format!("{}", p.input),
+            format!("{}", p.output),
+            format!("{}", p.cache_write_5m),
+            format!("{}", p.cache_read),
+            from,
+        ]
+    };
     let rows: Vec<Vec<String>> = table
         .models()
-        .map(|(m, p)| {
-            vec![
-                m.to_owned(),
-                format!("{}", p.input),
-                format!("{}", p.output),
-                format!("{}", p.cache_write_5m),
-                format!("{}", p.cache_read),
-                source(m, p).to_owned(),
-            ]
-        })
+        .map(|(m, p)| row(m, p, source(m, p).to_owned()))
+        .chain(
+            learned
+                .iter()
+                .map(|(m, p, n)| row(m, p, format!("learned from {n} runs"))),
+        )
         .collect();
     crate::commands::print_table(
         &[
@@ -184,6 +199,40 @@ pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
         ctx.data_dir.join(PRICES_FILE).display()
     );
     Ok(())
+}
+
+/// Prices solved from the run log for the models it names that the table lacks: model,
+/// price, and how many runs. Nothing when there is no store yet (nothing is created).
+fn learned(
+    ctx: &crate::Context,
+    table: &PriceTable,
+) -> AppResult<Vec<(String, hooks_core::cost::Price, usize)>> {
+    let Ok(store) = ctx.existing_store() else {
+        return Ok(Vec::new());
+    };
+    let runs = crate::commands::block_on(store.runs(&hooks_core::RunFilter {
+        limit: Some(500),
+        ..hooks_core::RunFilter::default()
+    }))??;
+    let mut by_model: std::collections::BTreeMap<String, Vec<(hooks_core::Usage, f64)>> =
+        std::collections::BTreeMap::new();
+    for r in &runs {
+        if let (Some(m), Some(u), Some(c), Some(hooks_core::Status::Ok)) = (
+            r.model.as_deref(),
+            r.outcome.usage,
+            r.outcome.cost_usd,
+            r.outcome.status.as_ref(),
+        ) && table.lookup(m).is_none()
+        {
+            by_model.entry(m.to_owned()).or_default().push((u, c));
+        }
+    }
+    Ok(by_model
+        .into_iter()
+        .filter_map(|(m, samples)| {
+            hooks_core::cost::learn_price(&samples).map(|p| (m, p, samples.len()))
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -239,6 +239,41 @@ pub fn canonical(model: &str) -> String {
     id
 }
 
+/// Per-token prices of a model, solved from what Claude Code reported for its runs: each
+/// sample a run's usage and cost. The cache prices keep Anthropic's ratios to the input
+/// price (writes 1.25×, reads 0.1×), which leaves input and output to solve, by least
+/// squares; `None` until the runs tell the two apart (two runs with different mixes), or
+/// when the answer is not a price (negative, or no input price at all).
+pub fn learn_price(samples: &[(Usage, f64)]) -> Option<Price> {
+    let n = |v: Option<u64>| v.unwrap_or(0) as f64 / 1e6;
+    let (mut aa, mut ab, mut bb, mut ac, mut bc) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    let mut used = 0;
+    for (u, cost) in samples {
+        let a = n(u.input_tokens)
+            + 1.25 * n(u.cache_creation_input_tokens)
+            + 0.1 * n(u.cache_read_input_tokens);
+        let b = n(u.output_tokens);
+        if !cost.is_finite() || *cost < 0.0 || (a == 0.0 && b == 0.0) {
+            continue;
+        }
+        used += 1;
+        aa += a * a;
+        ab += a * b;
+        bb += b * b;
+        ac += a * cost;
+        bc += b * cost;
+    }
+    let det = aa * bb - ab * ab;
+    if used < 2 || det.abs() <= 1e-12 * aa.max(1e-300) * bb.max(1e-300) {
+        return None;
+    }
+    let input = (ac * bb - bc * ab) / det;
+    let output = (aa * bc - ab * ac) / det;
+    let round = |x: f64| (x * 1e4).round() / 1e4;
+    let p = Price::standard(round(input), round(output.max(0.0)));
+    (p.input > 0.0 && output > -1e-6 && p.is_valid()).then_some(p)
+}
+
 /// Output tokens assumed for a hook with no runs yet.
 pub const DEFAULT_OUTPUT_TOKENS: u64 = 1_000;
 
@@ -268,8 +303,9 @@ pub struct Estimate {
     pub prompt_tokens: u64,
     pub output_tokens: u64,
     pub usd: f64,
-    /// The model whose price was used, when the model itself has none: the dearest of its
-    /// family, so a cap is never passed over for want of a price.
+    /// How it was priced when the table has no price for the model: from what Claude Code
+    /// reported for the model's own runs, or as the dearest of its family, so a cap is
+    /// never passed over for want of a price.
     pub priced_as: Option<String>,
 }
 
@@ -306,10 +342,7 @@ impl fmt::Display for Estimate {
             self.context_tokens.div_ceil(1000)
         )?;
         if let Some(p) = &self.priced_as {
-            write!(
-                f,
-                " (it has no price: priced as {p}, the dearest of its family; add it to prices.json)"
-            )?;
+            write!(f, " (no price in the table: {p}; add it to prices.json)")?;
         }
         Ok(())
     }

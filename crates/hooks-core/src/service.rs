@@ -28,6 +28,9 @@ pub enum ServiceError {
     Invalid(#[from] ValidationError),
 }
 
+/// How many of the newest runs a model's price may be learned from.
+const LEARN_FROM_RUNS: usize = 500;
+
 /// How many of a hook's recent runs its expected output is taken from.
 const RECENT_RUNS: usize = 20;
 
@@ -885,9 +888,23 @@ impl Service {
         };
         let (id, price, priced_as) = match self.config.prices.lookup(&model) {
             Some((id, price)) => (id, price, None),
-            None => match self.config.prices.lookup_family(&model) {
-                Some((like, price)) => (model.clone(), price, Some(like)),
-                None => return CostView::NoPrice { model },
+            None => match self.learned_price(&model).await {
+                Some((price, runs)) => (
+                    model.clone(),
+                    price,
+                    Some(format!(
+                        "priced from what Claude Code reported for {runs} of its runs (${}/${} a million)",
+                        price.input, price.output
+                    )),
+                ),
+                None => match self.config.prices.lookup_family(&model) {
+                    Some((like, price)) => (
+                        model.clone(),
+                        price,
+                        Some(format!("priced as {like}, the dearest of its family")),
+                    ),
+                    None => return CostView::NoPrice { model },
+                },
             },
         };
         let filter = RunFilter {
@@ -912,6 +929,27 @@ impl Service {
         );
         e.priced_as = priced_as;
         CostView::Estimated(e)
+    }
+
+    /// The price of a model the table lacks, solved from the run log's finished runs of it
+    /// (see [`cost::learn_price`]), and how many runs it came from.
+    pub async fn learned_price(&self, model: &str) -> Option<(cost::Price, usize)> {
+        let runs = self
+            .ports
+            .store
+            .runs(&RunFilter {
+                limit: Some(LEARN_FROM_RUNS),
+                ..RunFilter::default()
+            })
+            .await
+            .ok()?;
+        let samples: Vec<(crate::model::Usage, f64)> = runs
+            .iter()
+            .filter(|r| r.model.as_deref() == Some(model))
+            .filter(|r| r.outcome.status == Some(Status::Ok))
+            .filter_map(|r| Some((r.outcome.usage?, r.outcome.cost_usd?)))
+            .collect();
+        cost::learn_price(&samples).map(|p| (p, samples.len()))
     }
 
     /// Whether this process is running a follow-up on `session` right now (it holds the

@@ -1762,11 +1762,51 @@ mod costs {
         );
         assert_eq!(t.lookup_family("gpt-5"), None, "no family: no price");
         let mut e = Estimate::new("claude-opus-9", &p, 100_000, 10, 1000);
-        e.priced_as = Some(like);
+        e.priced_as = Some(format!("priced as {like}, the dearest of its family"));
         let text = e.to_string();
         assert!(
-            text.contains("priced as claude-opus-4-1, the dearest of its family"),
+            text.contains("(no price in the table: priced as claude-opus-4-1, the dearest of its family; add it to prices.json)"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_price_is_learned_from_two_runs_with_different_mixes() {
+        let truth = Price::standard(2.0, 8.0);
+        let run = |i: u64, w: u64, r: u64, o: u64| {
+            let u = Usage {
+                input_tokens: Some(i),
+                cache_creation_input_tokens: Some(w),
+                cache_read_input_tokens: Some(r),
+                output_tokens: Some(o),
+            };
+            (u, truth.cost(&u))
+        };
+        let one = [run(100, 20_000, 50_000, 500)];
+        assert_eq!(
+            learn_price(&one),
+            None,
+            "one run cannot tell input from output"
+        );
+        let same_mix = [
+            run(100, 20_000, 50_000, 500),
+            run(200, 40_000, 100_000, 1000),
+        ];
+        assert_eq!(
+            learn_price(&same_mix),
+            None,
+            "two runs of one mix cannot either"
+        );
+        let two = [run(100, 20_000, 50_000, 500), run(300, 2_000, 90_000, 4000)];
+        let p = learn_price(&two).expect("two mixes");
+        assert_eq!((p.input, p.output), (2.0, 8.0));
+        assert_eq!(p.cache_read, 0.2);
+        let mut noisy = two.to_vec();
+        noisy.push(run(50, 10_000, 10_000, 2000));
+        noisy.push((Usage::default(), 1.0));
+        assert_eq!(
+            learn_price(&noisy).map(|p| (p.input, p.output)),
+            Some((2.0, 8.0))
         );
     }
 
