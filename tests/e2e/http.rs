@@ -464,6 +464,15 @@ fn form(d: &Served, cookie: &str, path: &str, body: &str) -> Resp {
     )
 }
 
+/// The CSRF token the page's forms carry.
+pub fn page_csrf(page: &str) -> String {
+    page.split("name=csrf value=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a form with the page's token")
+        .to_owned()
+}
+
 /// Logs in with a one-time link from `hooks-app open`; returns the cookie and the page.
 pub fn log_in(app: &App, d: &Served) -> (String, String) {
     let url = app.ok(&["open", "--no-browser"]).trim().to_owned();
@@ -503,14 +512,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         page.contains("post-task") && page.contains("never ran"),
         "{page}"
     );
-    let csrf = page
-        .split("name=csrf value=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_owned();
+    let csrf = page_csrf(&page);
 
     // Without the page's token, or from another origin: refused, nothing changed.
     let r = form(&d, &cookie, "/ui/hooks/post-task/toggle", "x=1");

@@ -287,14 +287,7 @@ fn the_pages_session_is_bound_to_its_port_expires_and_logs_out() {
         "{set}"
     );
 
-    let csrf = page
-        .split("name=csrf value=\"")
-        .nth(1)
-        .unwrap()
-        .split('"')
-        .next()
-        .unwrap()
-        .to_owned();
+    let csrf = crate::http::page_csrf(&page);
     assert!(page.contains("action=\"/logout\""), "a logout button");
     // The body is sent by hand: `call` gives a body a JSON content type.
     let r = crate::http::raw(
