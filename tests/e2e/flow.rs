@@ -132,7 +132,7 @@ fn a_disabled_hook_queues_nothing_and_other_stops_queue_nothing() {
 }
 
 #[test]
-fn a_conversation_still_being_written_is_retried_not_fired() {
+fn a_conversation_still_being_written_waits_for_quiet_not_fired() {
     let app = App::real();
     app.ok(&["init"]);
     app.ok(&["install", "--daemon", "none"]);
@@ -141,7 +141,14 @@ fn a_conversation_still_being_written_is_retried_not_fired() {
     app.ok(&["tick", "--quiet-period", "3600"]);
     let p = app.pending();
     assert_eq!(p.len(), 1);
-    assert_eq!(p[0]["retries"], 1, "{p:?}");
+    // It waits until the transcript has been quiet that long, using up no retry, and
+    // `pending` says why.
+    assert_eq!(p[0]["retries"], 0, "{p:?}");
+    let table = app.ok(&["pending"]);
+    assert!(
+        table.contains("conversation still being written to: waits until it has been quiet for 1h"),
+        "{table}"
+    );
     assert!(app.runs().is_empty());
     assert!(app.json(&["hooks", "show", "post-task"])["lastStatus"].is_null());
 }

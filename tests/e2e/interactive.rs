@@ -213,3 +213,44 @@ fn a_killed_tui_is_noticed_without_a_session_end_and_then_followed_up() {
     assert!(log.contains("conversations were closed"), "{log}");
     assert_eq!(app.runs().len(), 1);
 }
+
+/// The common case: the person stays past the delay, then exits. Claude Code writes the
+/// transcript just after its SessionEnd hook, so the daemon's look at exit finds it still
+/// being written: it must look again once the quiet period (the default 5 s) has passed, not
+/// at the next retry a minute later. Twice, since the race is a matter of milliseconds.
+#[test]
+fn a_follow_up_waiting_on_an_open_tui_runs_within_the_quiet_period_of_the_exit() {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
+    let serve = app.spawn(&["serve"]);
+    for round in 1..=2 {
+        let tui = Tui::start(&app.env, &app.proj);
+        tui.type_line(&format!("build part {round} SAY_DONE"));
+        assert!(
+            wait_until(60, || waiting_reason(&app)
+                .is_some_and(|r| r.starts_with("conversation open in claude"))),
+            "round {round}: due, and waiting on the open conversation: {:?}",
+            app.pending()
+        );
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+        let exited = Instant::now();
+        assert!(
+            wait_until(90, || app.runs().len() == round
+                && app.runs().iter().all(|r| r["status"] == "ok")),
+            "round {round}: the follow-up ran: {:?} {:?}",
+            app.runs(),
+            app.pending()
+        );
+        let took = exited.elapsed();
+        eprintln!("round {round}: followed up {took:?} after the exit");
+        assert!(
+            took < Duration::from_secs(12),
+            "round {round}: ran {took:?} after the exit; the quiet period is 5 s"
+        );
+    }
+    stop(serve);
+}

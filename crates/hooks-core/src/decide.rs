@@ -117,6 +117,9 @@ pub fn ceil_to_second(t: Timestamp) -> Timestamp {
     }
 }
 
+/// How the reason of an entry waiting for its transcript to go quiet starts.
+pub const QUIET_WAIT: &str = "conversation still being written to";
+
 /// Why a due entry was put back in the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NotReady {
@@ -265,12 +268,43 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
             },
         };
     }
+    // Still being written to: look again the moment it will have been quiet long enough
+    // (Claude Code writes the transcript just after its SessionEnd hook), not at the next
+    // retry, and use up no retry for it; give up only after the open-wait limit.
+    if let Some(changed) = i
+        .facts
+        .transcript
+        .as_ref()
+        .and_then(|t| t.last_change)
+        .filter(|changed| now - *changed < i.policy.quiet_period)
+    {
+        let since = match &i.entry.waiting {
+            Some(w) if !w.open && w.reason.starts_with(QUIET_WAIT) => w.since,
+            _ => now,
+        };
+        if now - since >= i.policy.open_wait {
+            return FireDecision::Finish(Status::skipped(format!(
+                "conversation still being written to after {}",
+                crate::live::format_span(i.policy.open_wait)
+            )));
+        }
+        // A second more: a store may keep due times to the second.
+        let due_at = changed + i.policy.quiet_period + time::Duration::seconds(1);
+        return FireDecision::Wait {
+            due_at,
+            waiting: Waiting {
+                reason: format!(
+                    "{QUIET_WAIT}: waits until it has been quiet for {}",
+                    crate::live::format_span(i.policy.quiet_period)
+                ),
+                since,
+                open: false,
+            },
+        };
+    }
     let not_ready = match &i.facts.transcript {
         None => Some(NotReady::TranscriptNotFound),
-        Some(t) => t
-            .last_change
-            .filter(|changed| now - *changed < i.policy.quiet_period)
-            .map(|_| NotReady::Active),
+        Some(_) => None,
     };
     if let Some(why) = not_ready {
         let retries = i.entry.retries;

@@ -611,13 +611,23 @@ fn fire_decision_table() {
             FireDecision::Drop,
         ),
         (
+            // Changed 2 s ago: looked at again once quiet for 5 s, with no retry used.
             "active",
             Some(&base),
             &active,
             3,
             false,
             None,
-            retry(NotReady::Active),
+            FireDecision::Wait {
+                due_at: now + Duration::seconds(4),
+                waiting: Waiting {
+                    reason:
+                        "conversation still being written to: waits until it has been quiet for 5s"
+                            .into(),
+                    since: now,
+                    open: false,
+                },
+            },
         ),
         (
             "running",
@@ -645,13 +655,22 @@ fn fire_decision_table() {
             retry(NotReady::TranscriptNotFound),
         ),
         (
-            "active, out of retries",
+            "active, however many retries",
             Some(&base),
             &active,
             10,
             false,
             None,
-            skipped("conversation still active after 10 retries"),
+            FireDecision::Wait {
+                due_at: now + Duration::seconds(4),
+                waiting: Waiting {
+                    reason:
+                        "conversation still being written to: waits until it has been quiet for 5s"
+                            .into(),
+                    since: now,
+                    open: false,
+                },
+            },
         ),
         (
             "missing, out of retries",
@@ -970,30 +989,31 @@ async fn follow_up_fires_once_and_never_queues_itself_again() {
 }
 
 #[tokio::test]
-async fn active_conversation_is_retried_not_fired() {
+async fn an_active_conversation_waits_until_it_is_quiet_and_uses_no_retry() {
     let w = world();
     w.service.notify(&done_event("s1")).await.unwrap();
     w.clock.advance(Duration::seconds(10));
     w.meta
         .set_transcript(&sid("s1"), transcript(-8, Some(1000), false)); // changed 2 s before `now`
     let r = fire_all(&w).await;
-    assert!(
-        matches!(
-            r[0].action,
-            FireAction::Retried {
-                retries: 1,
-                why: NotReady::Active,
-                ..
-            }
-        ),
-        "{r:?}"
-    );
+    assert!(matches!(r[0].action, FireAction::Waiting { .. }), "{r:?}");
     assert_eq!(w.runner.count(), 0);
     let p = &w.store.snapshot().await.unwrap().pending[0];
+    // Quiet for the 5 s quiet period at t0 + 13, looked at a second later.
     assert_eq!(
         (p.retries, p.claim.clone(), p.due_at.clone()),
-        (1, None, DueAt::At(t0() + Duration::seconds(70)))
+        (0, None, DueAt::At(t0() + Duration::seconds(14)))
     );
+    assert!(
+        p.waiting
+            .as_ref()
+            .is_some_and(|w| w.reason.starts_with("conversation still being written to")),
+        "{p:?}"
+    );
+    // Then quiet: it fires.
+    w.clock.advance(Duration::seconds(4));
+    let r = fire_all(&w).await;
+    assert!(matches!(r[0].action, FireAction::Ran(_)), "{r:?}");
 }
 
 #[tokio::test]
