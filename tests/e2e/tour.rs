@@ -195,3 +195,38 @@ fn completions_load_in_bash_and_the_man_page_lists_every_command() {
         assert!(page.contains(sub), "the page lists {sub}");
     }
 }
+
+#[test]
+fn mistakes_get_answers_that_help_and_first_steps_agree() {
+    let app = App::fake();
+    // Before anything: doctor's fix is the first step, not a daemon.
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("hooks-app init && hooks-app install")
+            && !doctor.contains("fix: hooks-app serve"),
+        "{doctor}"
+    );
+    let help = app.ok(&["--help"]);
+    assert!(
+        help.contains("Start with: hooks-app init && hooks-app install")
+            && !help.contains("&& hooks-app serve"),
+        "{help}"
+    );
+    app.ok(&["init"]);
+    for args in [
+        &["hooks", "show", "post_task"][..],
+        &["history", "post_tsk"],
+        &["runs", "--hook", "post-tusk"],
+    ] {
+        let o = app.run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("(did you mean post-task?)"), "{args:?}: {err}");
+    }
+    let o = app.run(&["hooks", "show", "zzzzzzzzzzzz"]);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("(the hooks are: post-task)"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

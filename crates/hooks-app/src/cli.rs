@@ -13,7 +13,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
         When an agent ends its reply with DONE, every enabled hook is queued for that \
         conversation; when a hook's delay has passed, the conversation is resumed with the \
         hook's prompt (claude -p --resume), at most once per hook and session.\n\n\
-        Start with: hooks-app init && hooks-app install && hooks-app serve"
+        Start with: hooks-app init && hooks-app install (a daemon then starts on demand \
+        when something is queued; hooks-app doctor checks the set-up)"
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -55,9 +55,11 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             context::record_workspace(&mut ctx)?;
             init(&ctx)?
         }
-        Command::Hooks(h) => hooks(&ctx, h)?,
+        Command::Hooks(h) => hooks(&ctx, h).map_err(|e| suggest_hook(&ctx, e))?,
         Command::Pending(j) => pending(&ctx, j.json)?,
-        Command::History { id, json } => history(&ctx, &id, json.json)?,
+        Command::History { id, json } => {
+            history(&ctx, &id, json.json).map_err(|e| suggest_hook(&ctx, e))?
+        }
         Command::Runs {
             hook,
             session,
@@ -66,7 +68,8 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             by,
             since,
             json,
-        } => runs(&ctx, hook, session, limit, (summary, by, since), json.json)?,
+        } => runs(&ctx, hook, session, limit, (summary, by, since), json.json)
+            .map_err(|e| suggest_hook(&ctx, e))?,
         Command::Budget(cmd) => crate::spend::budget(&ctx, cmd)?,
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
         Command::Notify {
@@ -447,6 +450,31 @@ fn history(ctx: &Context, id: &str, json: bool) -> AppResult {
     Ok(())
 }
 
+/// An unknown hook id's error, with the ids it is closest to (or the ids there are).
+fn suggest_hook(ctx: &Context, e: AppError) -> AppError {
+    let Some(id) = e.message.strip_prefix("no hook with id ") else {
+        return e;
+    };
+    let ids: Vec<String> = ctx
+        .existing_store()
+        .ok()
+        .and_then(|store| block_on(store.snapshot()).ok()?.ok())
+        .map(|snap| snap.hooks.iter().map(|h| h.id.to_string()).collect())
+        .unwrap_or_default();
+    let mut near: Vec<(usize, &str)> = ids
+        .iter()
+        .map(|h| (strsim::levenshtein(id, h), h.as_str()))
+        .filter(|(d, _)| *d <= (id.chars().count() / 3).max(2))
+        .collect();
+    near.sort();
+    let hint = match near.first() {
+        Some((_, best)) => format!(" (did you mean {best}?)"),
+        None if ids.is_empty() => String::new(),
+        None => format!(" (the hooks are: {})", ids.join(", ")),
+    };
+    AppError::invalid(format!("{}{hint}", e.message))
+}
+
 fn runs(
     ctx: &Context,
     hook: Option<String>,
@@ -456,8 +484,15 @@ fn runs(
     json: bool,
 ) -> AppResult {
     let store = ctx.open_store()?;
+    let hook_id = hook.as_deref().map(HookId::parse).transpose()?;
+    // An id that names no hook is a mistake, not an empty list.
+    if let Some(id) = &hook_id
+        && block_on(store.get_hook(id))??.is_none()
+    {
+        return Err(hooks_core::ports::StoreError::HookNotFound(id.clone()).into());
+    }
     let filter = RunFilter {
-        hook_id: hook.as_deref().map(HookId::parse).transpose()?,
+        hook_id,
         session_id: session.as_deref().map(SessionId::parse).transpose()?,
         limit: if summary || since.is_some() {
             None

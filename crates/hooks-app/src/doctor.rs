@@ -559,6 +559,11 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 "hooks-app serve, and see {} for why the on-demand one did not start",
                 ctx.data_dir.join(crate::ondemand::LOG_FILE).display()
             ),
+            // Install never ran here: it is the next step, and the daemon then starts on
+            // demand.
+            crate::cli::DaemonMode::None if !ctx.data_dir.join("daemon.json").exists() => {
+                "hooks-app init && hooks-app install (a daemon then starts on demand)".into()
+            }
             crate::cli::DaemonMode::None => {
                 "hooks-app serve (or `hooks-app tick` from cron)".into()
             }
