@@ -230,3 +230,32 @@ fn mistakes_get_answers_that_help_and_first_steps_agree() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+#[test]
+fn read_only_commands_on_a_missing_data_folder_create_nothing() {
+    let app = App::fake();
+    let typo = app.env.dir.path().join("typo");
+    let dir = typo.to_str().unwrap();
+    for args in [
+        &["hooks", "list"][..],
+        &["hooks", "show", "post-task"],
+        &["pending"],
+        &["history", "post-task"],
+        &["runs"],
+        &["session", "s1"],
+        &["status"],
+    ] {
+        let mut a = vec!["--data-dir", dir];
+        a.extend_from_slice(args);
+        let o = app.run(&a);
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(&format!("no hooks-app data in {dir} (run hooks-app init)")),
+            "{args:?}: {err}"
+        );
+        assert!(!typo.exists(), "{args:?} created {dir}");
+    }
+    let _ = app.run(&["--data-dir", dir, "doctor"]);
+    assert!(!typo.exists(), "doctor created {dir}");
+}

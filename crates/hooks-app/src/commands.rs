@@ -48,6 +48,20 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         }
         Err(e) => return Err(e),
     };
+    // Commands that only read never create a store: a mistyped --data-dir is an error,
+    // not a fresh store seeded with post-task.
+    let reads_only = matches!(
+        cli.command,
+        Command::Hooks(HooksCmd::List(_) | HooksCmd::Show { .. })
+            | Command::Pending(_)
+            | Command::History { .. }
+            | Command::Runs { .. }
+            | Command::Session { .. }
+            | Command::Status(_)
+    );
+    if reads_only {
+        ctx.require_store()?;
+    }
     match cli.command {
         Command::Completions { .. } | Command::Man => {}
         Command::ClaudeHook(a) => return Ok(claude_hook::run(&ctx, a.on)),

@@ -234,6 +234,20 @@ impl Context {
         self.open(&self.store, true)
     }
 
+    /// An error naming the data folder when the JSON store chosen is not there yet (a
+    /// database is asked when it is opened).
+    pub fn require_store(&self) -> AppResult {
+        match &self.store {
+            StoreChoice::Json { dir, .. } if !dir.join("hooks.json").is_file() => {
+                Err(AppError::runtime(format!(
+                    "no hooks-app data in {} (run hooks-app init)",
+                    dir.display()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The store only if it exists already: nothing is created, seeded or migrated.
     pub fn existing_store(&self) -> AppResult<Store> {
         self.open(&self.store, false)
