@@ -240,7 +240,12 @@ fn the_data_folder_is_private_and_open_hands_no_token_to_the_browser() {
         .nth(1)
         .expect("a login link")
         .to_owned();
-    assert!(wait_until(10, || got.exists()), "the browser was started");
+    // The line, not just the file: the shell creates the file before printf writes to it.
+    assert!(
+        wait_until(10, || std::fs::read_to_string(&got)
+            .is_ok_and(|t| t.ends_with('\n'))),
+        "the browser was started"
+    );
     let args = std::fs::read_to_string(&got).unwrap();
     assert!(
         !args.contains(&token),
