@@ -462,7 +462,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             .into_iter()
             .filter(|n| {
                 !matches!(
-                    crate::trust::read_prompt_file(&dir, n, crate::prompts::MAX_PROMPT_BYTES),
+                    crate::trust::read_prompt_file(&dir, n, crate::trust::MAX_PROMPT_BYTES),
                     Ok(Some((real, bytes))) if trust.approves(&real, &bytes)
                 )
             })

@@ -8,8 +8,7 @@ use hooks_core::PromptFile;
 use hooks_core::ports::{PromptError, PromptSource};
 use hooks_core::prompt::{Prompt, parse_prompt};
 
-/// The largest prompt file read.
-pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
+use crate::trust::MAX_PROMPT_BYTES;
 
 /// The post-task prompt `init` writes when the workspace has none. Its frontmatter has a
 /// `name` but no `description`: Claude Code registers `.claude/agents/**/*.md` files that

@@ -253,8 +253,8 @@ pub fn command(ctx: &crate::Context, a: &crate::cli::TrustArgs) -> AppResult {
     Ok(())
 }
 
-/// The largest prompt file read (as the prompt loader reads it).
-const MAX_PROMPT_BYTES: u64 = crate::prompts::MAX_PROMPT_BYTES;
+/// The largest prompt file read.
+pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
 
 #[cfg(test)]
 mod tests {
