@@ -276,9 +276,11 @@ fn claude_hook_handles_each_event_as_specified() {
         (Some("cron"), Some(cwd)),
         "remembered even when skipped"
     );
+    let follow = app.run(&["session", "s-follow"]);
     assert!(
-        app.json(&["session", "s-follow"])["cwd"].is_null(),
-        "a follow-up's own event is not even remembered"
+        follow.status.code() == Some(1)
+            && String::from_utf8_lossy(&follow.stderr).contains("no conversation s-follow"),
+        "a follow-up's own event is not even remembered: {follow:?}"
     );
 }
 

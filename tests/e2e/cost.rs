@@ -87,7 +87,11 @@ fn a_follow_up_estimated_over_its_cap_is_skipped_before_any_request() {
     );
     assert_eq!(app.api.requests(), before, "no request reached the API");
     assert!(!resumed(&app), "no follow-up was started");
-    assert!(app.runs().is_empty());
+    let runs = app.runs();
+    assert!(
+        runs.len() == 1 && runs[0]["status"] == status.as_str() && runs[0]["costUsd"].is_null(),
+        "the skip is logged, at no cost: {runs:?}"
+    );
     assert!(app.pending().is_empty());
 }
 

@@ -112,8 +112,48 @@ fn a_conversation_over_the_context_cap_is_skipped() {
         app.hook("post-task")["lastStatus"],
         "skipped: context 83k over the 60k cap"
     );
-    assert!(app.runs().is_empty(), "nothing ran");
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "the skip is in the run log: {runs:?}");
+    assert_eq!(runs[0]["status"], "skipped: context 83k over the 60k cap");
+    assert!(runs[0]["costUsd"].is_null(), "nothing ran: {runs:?}");
     assert!(app.pending().is_empty());
+}
+
+#[test]
+fn a_missing_prompt_file_ends_in_the_run_log_history_and_session() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install", "--daemon", "none"]);
+    app.post_task_at_once();
+    let v = app.claude("work SAY_DONE");
+    let session = v["session_id"].as_str().expect("a session id").to_owned();
+    std::fs::remove_file(app.proj.join(".claude/agents/hooks/post-task.md")).unwrap();
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert!(app.pending().is_empty(), "the entry ended");
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let status = runs[0]["status"].as_str().unwrap_or_default();
+    assert!(
+        status.starts_with("error: prompt file") && status.contains("not found"),
+        "{runs:?}"
+    );
+    assert_eq!(runs[0]["sessionId"], session.as_str());
+    assert!(runs[0]["costUsd"].is_null());
+    let table = app.ok(&["runs"]);
+    assert!(table.contains("not found"), "{table}");
+    let history = app.ok(&["history", "post-task"]);
+    assert!(
+        history.contains(&session) && history.contains("not found"),
+        "{history}"
+    );
+    let about = app.ok(&["session", &session]);
+    assert!(about.contains("not found"), "{about}");
+    let summary = app.json(&["runs", "--summary"]);
+    assert_eq!(
+        (summary[0]["runs"].as_u64(), summary[0]["notRun"].as_u64()),
+        (Some(0), Some(1)),
+        "{summary}"
+    );
 }
 
 #[test]

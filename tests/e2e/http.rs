@@ -86,6 +86,11 @@ pub fn call(
     raw(addr, req.as_bytes())
 }
 
+/// Where the daemon `pid` says it serves HTTP.
+pub fn address_file(app: &App, pid: u32) -> std::path::PathBuf {
+    app.data_dir().join(format!("http/{pid}.json"))
+}
+
 /// A daemon serving HTTP on a free port of 127.0.0.1, and its address and token.
 pub struct Served {
     pub child: Child,
@@ -95,8 +100,6 @@ pub struct Served {
 
 impl Served {
     pub fn start(app: &App, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let addr_file = app.data_dir().join("http.json");
-        let _ = std::fs::remove_file(&addr_file);
         let mut args = vec!["serve", "--http", "127.0.0.1:0", "--quiet-period", "0"];
         args.extend_from_slice(extra);
         let mut cmd = app.cmd(&args);
@@ -104,6 +107,7 @@ impl Served {
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         let child = cmd.spawn().expect("serve");
+        let addr_file = address_file(app, child.id());
         assert!(
             wait_until(30, || addr_file.exists()),
             "the daemon said where it listens"

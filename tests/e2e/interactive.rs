@@ -96,8 +96,28 @@ fn an_open_tui_conversation_is_never_resumed_and_is_followed_up_once_the_person_
         tui.screen()
     );
     assert!(app.runs().is_empty(), "nothing ran");
+    // It shows when it became due, and that it runs once the conversation is closed.
     let shown = app.ok(&["pending"]);
-    assert!(shown.contains(&format!("waiting: {want}")), "{shown}");
+    assert!(
+        shown.contains("waits until the conversation is closed (gives up at ")
+            && shown.contains(&format!("): {want}")),
+        "{shown}"
+    );
+    let entry = &app.pending()[0];
+    let (due, gives_up) = (
+        entry["dueAt"].as_str().unwrap().to_owned(),
+        entry["givesUpAt"].as_str().unwrap().to_owned(),
+    );
+    assert!(
+        due < gives_up && shown.contains(&due) && gives_up.as_str() > due.as_str(),
+        "dueAt is when it became due, not the give-up time: {entry}"
+    );
+    let status = app.ok(&["status"]);
+    assert!(
+        status.contains("1 waits until its conversation is closed")
+            && !status.contains(&format!("next at {gives_up}")),
+        "{status}"
+    );
     let session = app.ok(&["session", &sid]);
     assert!(session.contains("open in claude, pid"), "{session}");
 
@@ -250,6 +270,45 @@ fn a_follow_up_waiting_on_an_open_tui_runs_within_the_quiet_period_of_the_exit()
         assert!(
             took < Duration::from_secs(12),
             "round {round}: ran {took:?} after the exit; the quiet period is 5 s"
+        );
+    }
+    stop(serve);
+}
+
+/// The other case: the person exits before the delay has passed. The follow-up runs once
+/// the delay and the quiet period (the default 5 s) are over, not a retry later. Twice.
+#[test]
+fn a_tui_exited_before_the_delay_is_followed_up_at_the_delay_and_quiet_period() {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "8"]);
+    let serve = app.spawn(&["serve"]);
+    for round in 1..=2 {
+        let tui = Tui::start(&app.env, &app.proj);
+        tui.type_line(&format!("build part {round} SAY_DONE"));
+        assert!(
+            wait_until(60, || app.pending().len() == 1),
+            "round {round}: queued: {:?}",
+            app.pending()
+        );
+        let done = Instant::now();
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+        let exited = done.elapsed();
+        assert!(
+            wait_until(90, || app.runs().len() == round
+                && app.runs().iter().all(|r| r["status"] == "ok")),
+            "round {round}: the follow-up ran: {:?} {:?}",
+            app.runs(),
+            app.pending()
+        );
+        let took = done.elapsed();
+        eprintln!("round {round}: exited {exited:?} and followed up {took:?} after DONE");
+        assert!(
+            took < Duration::from_secs(8 + 5 + 6),
+            "round {round}: ran {took:?} after DONE; the delay is 8 s, the quiet period 5 s"
         );
     }
     stop(serve);

@@ -229,6 +229,73 @@ fn mistakes_get_answers_that_help_and_first_steps_agree() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // Sessions: a unique prefix of 8 or more is enough; an unknown one is exit 1, naming
+    // where it looked.
+    app.ok(&[
+        "notify",
+        "--session",
+        "ad18d5d3-1111-4222-8333-444455556666",
+    ]);
+    app.ok(&[
+        "notify",
+        "--session",
+        "ad18ffff-1111-4222-8333-444455556666",
+    ]);
+    let about = app.json(&["session", "ad18d5d3"]);
+    assert_eq!(about["sessionId"], "ad18d5d3-1111-4222-8333-444455556666");
+    let runs = app.run(&["runs", "--session", "ad18d5d3"]);
+    assert_eq!(runs.status.code(), Some(0));
+    for (asked, code, says) in [
+        ("ad18", 1, "a prefix needs 8 characters or more"),
+        ("ad18f", 1, "a prefix needs 8 characters or more"),
+        (
+            "not-a-session",
+            1,
+            "no conversation not-a-session: not found in",
+        ),
+        ("a/b", 2, "sessionId"),
+    ] {
+        let o = app.run(&["session", asked]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{asked}: {err}");
+        assert!(err.contains(says), "{asked}: {err}");
+        assert!(o.stdout.is_empty(), "{asked}: no screen of unknowns");
+    }
+    let o = app.run(&["session", "not-a-session"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("transcripts under") && err.contains("the run log"),
+        "{err}"
+    );
+
+    // Creating a hook: where prompt files live, and an absolute path to one is taken.
+    let o = app.run(&["hooks", "create", "Tidy"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("--prompt-file is required") && err.contains(".claude/agents/hooks/"),
+        "{err}"
+    );
+    let abs = app.proj.join(".claude/agents/hooks/tidy.md");
+    std::fs::write(&abs, "Tidy.\n").unwrap();
+    let id = app.ok(&[
+        "hooks",
+        "create",
+        "Tidy",
+        "--prompt-file",
+        abs.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        app.hook(id.trim())["promptFile"],
+        ".claude/agents/hooks/tidy.md"
+    );
+    let far = format!("{}/somewhere/else/entirely/prompt.md", app.proj.display());
+    let o = app.run(&["hooks", "create", "Far", "--prompt-file", &far]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&far),
+        "the message names the whole path: {err}"
+    );
 }
 
 #[test]

@@ -295,10 +295,16 @@ pub enum HooksCmd {
         json: JsonFlag,
     },
     /// Create a hook; prints its id
+    ///
+    /// Its prompt is a Markdown file in the workspace's .claude/agents/hooks/ folder:
+    /// write it first, then `hooks-app hooks create "Tidy up" --prompt-file
+    /// .claude/agents/hooks/tidy.md`.
     Create {
         name: String,
+        /// The prompt: .claude/agents/hooks/NAME.md, relative to the workspace (an
+        /// absolute path ending so is taken as that file in the workspace)
         #[arg(long, value_name = "P")]
-        prompt_file: String,
+        prompt_file: Option<String>,
         #[arg(long, value_name = "S", allow_negative_numbers = true)]
         delay: Option<String>,
         #[arg(long, value_name = "E")]
@@ -323,6 +329,7 @@ pub enum HooksCmd {
         id: String,
         #[arg(long)]
         name: Option<String>,
+        /// The prompt: .claude/agents/hooks/NAME.md, relative to the workspace
         #[arg(long, value_name = "P")]
         prompt_file: Option<String>,
         #[arg(long, value_name = "S", allow_negative_numbers = true)]
@@ -407,6 +414,10 @@ pub struct InstallArgs {
     /// Show what would change and change nothing
     #[arg(long)]
     pub dry_run: bool,
+    /// The daemon (on demand or service) also serves the HTTP API and the page at ADDR
+    /// (loopback), for `hooks-app open`
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
     /// How Claude Code hands events over: by running claude-hook (works without a daemon),
     /// or by POSTing to a daemon running with --http (no process per event)
     #[arg(long, value_enum, default_value_t = Transport::Command)]

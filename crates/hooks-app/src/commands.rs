@@ -15,6 +15,11 @@ use serde_json::{Value, json};
 use crate::cli::{Cli, Command, HooksCmd};
 use crate::{AppError, AppResult, Context, claude_hook, context, daemon, doctor, install, prompts};
 
+/// Milliseconds as seconds with one decimal: `1.4s`.
+fn seconds(ms: i128) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
 pub fn block_on<F: Future>(f: F) -> AppResult<F::Output> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -309,6 +314,14 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             include_cron,
             include_subagents,
         } => {
+            let Some(prompt_file) = prompt_file else {
+                return Err(AppError::invalid(format!(
+                    "promptFile: --prompt-file is required: a hook's prompt is a Markdown \
+                     file in {}/{PROMPT_DIR}/; write it there, then pass \
+                     --prompt-file {PROMPT_DIR}/NAME.md",
+                    ctx.workspace.display()
+                )));
+            };
             let mut spec = HookSpec::new(&name, PromptFile::parse(&prompt_file)?)?;
             if let Some(d) = delay {
                 spec.delay = Delay::parse(&d)?;
@@ -425,14 +438,9 @@ fn pending(ctx: &Context, json: bool) -> AppResult {
             vec![
                 p.hook_id.to_string(),
                 p.session_id.to_string(),
-                p.due_at.to_string(),
+                p.became_due().to_string(),
                 p.retries.to_string(),
-                match (&p.claim, &p.waiting) {
-                    (Some(c), _) if c.expires_at > now => format!("claimed by {}", c.owner),
-                    (_, Some(w)) => format!("waiting: {}", w.reason),
-                    _ if p.due_at.is_due(now) => "due".into(),
-                    _ => "queued".into(),
-                },
+                p.state_text(now),
             ]
         })
         .collect();
@@ -441,26 +449,57 @@ fn pending(ctx: &Context, json: bool) -> AppResult {
 }
 
 fn history(ctx: &Context, id: &str, json: bool) -> AppResult {
-    let (svc, _) = service(ctx)?;
+    let (svc, store) = service(ctx)?;
     let h = block_on(svc.get_hook(&hook_id(id)?))??;
+    // Every ending of the hook's entries is in the run log; firings an older log does not
+    // hold come from the hook's own history.
+    let runs = block_on(store.runs(&RunFilter {
+        hook_id: Some(h.id.clone()),
+        ..RunFilter::default()
+    }))??;
+    let logged: HashSet<&str> = runs.iter().map(|r| r.session_id.as_str()).collect();
+    let mut rows: Vec<(Option<stamp::Timestamp>, Value)> = h
+        .history
+        .entries()
+        .iter()
+        .filter(|e| !logged.contains(e.session.as_str()))
+        .map(|e| (e.at(), json!({"at": e.key, "sessionId": e.session})))
+        .collect();
+    rows.extend(runs.iter().map(|r| {
+        let mut v = json!({
+            "at": stamp::format(r.started_at),
+            "sessionId": r.session_id.as_str(),
+            "status": r.status_text(),
+            "costUsd": r.outcome.cost_usd,
+        });
+        if let Some(d) = r.took() {
+            v["tookMs"] = json!(d.whole_milliseconds());
+        }
+        (Some(r.started_at), v)
+    }));
+    rows.sort_by_key(|(at, _)| *at);
     if json {
-        print_json(&Value::Array(
-            h.history
-                .entries()
-                .iter()
-                .map(|e| json!({"at": e.key, "sessionId": e.session}))
-                .collect(),
-        ));
-    } else {
-        print_table(
-            &["AT", "SESSION"],
-            &h.history
-                .entries()
-                .iter()
-                .map(|e| vec![e.key.clone(), e.session.clone()])
-                .collect::<Vec<_>>(),
-        );
+        print_json(&Value::Array(rows.into_iter().map(|(_, v)| v).collect()));
+        return Ok(());
     }
+    let text = |v: &Value| v.as_str().unwrap_or("-").to_owned();
+    print_table(
+        &["AT", "SESSION", "STATUS", "TOOK", "COST"],
+        &rows
+            .iter()
+            .map(|(_, v)| {
+                vec![
+                    text(&v["at"]),
+                    text(&v["sessionId"]),
+                    text(&v["status"]),
+                    v["tookMs"]
+                        .as_i64()
+                        .map_or("-".into(), |ms| seconds(i128::from(ms))),
+                    v["costUsd"].as_f64().map_or("-".into(), crate::doctor::usd),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    );
     Ok(())
 }
 
@@ -507,7 +546,14 @@ fn runs(
     }
     let filter = RunFilter {
         hook_id,
-        session_id: session.as_deref().map(SessionId::parse).transpose()?,
+        session_id: match session.as_deref() {
+            None => None,
+            Some(s) => {
+                SessionId::parse(s)?;
+                let meta = ctx.meta(&store);
+                Some(block_on(resolve_session(&meta, &store, s))??)
+            }
+        },
         limit: if summary || since.is_some() {
             None
         } else {
@@ -547,7 +593,8 @@ fn runs(
                 opt(o.cost_usd.map(crate::doctor::usd)),
                 opt(r.estimated_cost_usd.map(crate::doctor::usd)),
                 opt(tokens),
-                opt(o.duration_ms.map(|d| format!("{:.1}s", d as f64 / 1000.0))),
+                opt(r.took().map(|d| seconds(d.whole_milliseconds()))),
+                opt(o.duration_ms.map(|d| seconds(i128::from(d)))),
             ]
         })
         .collect();
@@ -561,11 +608,93 @@ fn runs(
             "COST",
             "ESTIMATED",
             "TOKENS",
-            "DURATION",
+            "TOOK",
+            "API TIME",
         ],
         &rows,
     );
     Ok(())
+}
+
+/// Why text a person gave as a session id names no one conversation.
+#[derive(Debug)]
+pub enum SessionLookup {
+    /// Not a session id at all.
+    Invalid(AppError),
+    /// A prefix several conversations share.
+    Ambiguous(String),
+    /// Nothing known by that id or prefix.
+    Unknown(String),
+}
+
+impl From<SessionLookup> for AppError {
+    fn from(e: SessionLookup) -> Self {
+        match e {
+            SessionLookup::Invalid(e) => e,
+            SessionLookup::Ambiguous(m) => AppError::invalid(m),
+            SessionLookup::Unknown(m) => AppError::runtime(m),
+        }
+    }
+}
+
+/// The shortest prefix of a session id accepted in its place.
+pub const SESSION_PREFIX_MIN: usize = 8;
+
+/// The conversation `text` names: its whole id, or a prefix of 8 or more characters only
+/// one known conversation starts with. Known means remembered by hooks-app, with a
+/// transcript, queued, or in the run log.
+pub async fn resolve_session(
+    meta: &dyn SessionMeta,
+    store: &crate::context::Store,
+    text: &str,
+) -> Result<SessionId, SessionLookup> {
+    let text = text.trim();
+    let asked = SessionId::parse(text).map_err(|e| SessionLookup::Invalid(e.into()))?;
+    let store_err = |e: hooks_core::ports::StoreError| SessionLookup::Invalid(e.into());
+    let (mut known, searched) = meta
+        .sessions_starting(text)
+        .await
+        .map_err(|e| SessionLookup::Invalid(AppError::runtime(e.to_string())))?;
+    let pending = store.snapshot().await.map_err(store_err)?.pending;
+    let runs = store.runs(&RunFilter::default()).await.map_err(store_err)?;
+    known.extend(
+        pending
+            .iter()
+            .map(|p| &p.session_id)
+            .chain(runs.iter().map(|r| &r.session_id))
+            .filter(|s| s.as_str().starts_with(text))
+            .cloned(),
+    );
+    known.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    known.dedup();
+    if known.contains(&asked) {
+        return Ok(asked);
+    }
+    let short = text.chars().count() < SESSION_PREFIX_MIN;
+    match known.as_slice() {
+        [one] if !short => Ok(one.clone()),
+        _ if short => Err(SessionLookup::Unknown(format!(
+            "no conversation {text}: not found in {searched}, the queue or the run log \
+             (a prefix needs {SESSION_PREFIX_MIN} characters or more)"
+        ))),
+        [] | [_] => Err(SessionLookup::Unknown(format!(
+            "no conversation {text}: not found in {searched}, the queue or the run log{}",
+            if short {
+                format!(" (a prefix needs {SESSION_PREFIX_MIN} characters or more)")
+            } else {
+                String::new()
+            }
+        ))),
+        many => Err(SessionLookup::Ambiguous(format!(
+            "session: {text} starts {} conversations ({}); give more of the id",
+            many.len(),
+            many.iter()
+                .take(5)
+                .map(SessionId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
 }
 
 /// What is known about a conversation (`session --json`, `GET /api/v1/sessions/{id}`), with
@@ -619,6 +748,12 @@ pub async fn session_view(
             "skippedBecause": over,
         }));
     }
+    let runs = store
+        .runs(&RunFilter {
+            session_id: Some(sid.clone()),
+            ..RunFilter::default()
+        })
+        .await?;
     let lease = facts.lease.as_ref().map(|l| {
         json!({
             "runId": l.lease.run_id,
@@ -644,23 +779,40 @@ pub async fn session_view(
         "lease": lease,
         "pending": pending.iter().map(|p| json!({
             "hookId": p.hook_id.as_str(),
-            "dueAt": p.due_at.to_string(),
+            "dueAt": p.became_due().to_string(),
+            "givesUpAt": p.gives_up_at().map(stamp::format),
             "waiting": p.waiting.as_ref().map(|w| w.reason.clone()),
         })).collect::<Vec<_>>(),
+        "runs": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
     });
     Ok((v, facts, pending))
 }
 
 fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
-    let sid = SessionId::parse(session)?;
+    SessionId::parse(session)?;
     let (svc, store) = service(ctx)?;
     let meta = ctx.meta(&store);
+    let sid = block_on(resolve_session(&meta, &store, session))??;
     let (v, facts, pending) = block_on(session_view(&svc, &meta, &store, &sid))??;
-    let now = time::OffsetDateTime::now_utc();
     if json {
         print_json(&v);
         return Ok(());
     }
+    for (label, text) in session_lines(&v, &facts, &pending, time::OffsetDateTime::now_utc()) {
+        println!("{label:<16}{text}");
+    }
+    Ok(())
+}
+
+/// The session lookup as sentences, one `(label, text)` per line: what `session` prints
+/// and the page shows.
+pub fn session_lines(
+    v: &Value,
+    facts: &SessionFacts,
+    pending: &[PendingEntry],
+    now: time::OffsetDateTime,
+) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
     let show = |x: &Value| match x {
         Value::Null => "unknown".to_owned(),
         Value::String(s) => s.clone(),
@@ -677,13 +829,16 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         ("lastChange", "last change"),
         ("origin", "origin"),
     ] {
-        println!("{label:<16}{}", show(&v[k]));
+        out.push((label, show(&v[k])));
     }
     if facts.state.stamps.is_empty() {
-        println!("{:<16}none (no hook has fired for this session)", "stamps");
+        out.push((
+            "stamps",
+            "none (no hook has fired for this session)".to_owned(),
+        ));
     }
     for (h, at) in &facts.state.stamps {
-        println!("{:<16}{h} fired at {}", "stamp", stamp::format(*at));
+        out.push(("stamp", format!("{h} fired at {}", stamp::format(*at))));
     }
     for e in v["estimates"].as_array().into_iter().flatten() {
         let cap = match (e["maxCostUsd"].as_f64(), e["skippedBecause"].as_str()) {
@@ -691,41 +846,58 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
             (Some(c), None) => format!(" (cap {})", crate::doctor::usd(c)),
             (None, _) => String::new(),
         };
-        println!(
-            "{:<16}{}: {}{cap}",
+        out.push((
             "cost",
-            show(&e["hookId"]),
-            show(&e["text"])
-        );
+            format!("{}: {}{cap}", show(&e["hookId"]), show(&e["text"])),
+        ));
     }
-    match &facts.open {
-        Some(o) => println!("{:<16}open in claude, {o}", "conversation"),
-        None => println!("{:<16}not open in any claude process", "conversation"),
-    }
+    out.push((
+        "conversation",
+        match &facts.open {
+            Some(o) => format!("open in claude, {o}"),
+            None => "not open in any claude process".to_owned(),
+        },
+    ));
     if let Some(l) = &facts.lease {
-        println!(
-            "{:<16}{} ({}) by {} since {}{}",
+        out.push((
             "running",
-            l.lease.hook_id,
-            l.lease.run_id,
-            l.lease.owner,
-            stamp::format(l.lease.started_at),
-            if l.is_live(now) {
-                ""
-            } else {
-                "; its runner is gone"
-            }
-        );
+            format!(
+                "{} ({}) by {} since {}{}",
+                l.lease.hook_id,
+                l.lease.run_id,
+                l.lease.owner,
+                stamp::format(l.lease.started_at),
+                if l.is_live(now) {
+                    ""
+                } else {
+                    "; its runner is gone"
+                }
+            ),
+        ));
     }
-    for p in &pending {
-        let state = match (&p.claim, &p.waiting) {
-            (Some(c), _) if c.expires_at > now => format!("claimed by {}", c.owner),
-            (_, Some(w)) => format!("waiting: {}", w.reason),
-            _ => format!("due at {}", p.due_at),
+    for p in pending {
+        let state = match p.state_text(now).as_str() {
+            "due" | "queued" => format!("due at {}", p.due_at),
+            other => other.to_owned(),
         };
-        println!("{:<16}{} {state}", "pending", p.hook_id);
+        out.push(("pending", format!("{} {state}", p.hook_id)));
     }
-    Ok(())
+    for r in v["runs"].as_array().into_iter().flatten() {
+        let cost = r["costUsd"]
+            .as_f64()
+            .map(|c| format!(", cost {}", crate::doctor::usd(c)))
+            .unwrap_or_default();
+        out.push((
+            "run",
+            format!(
+                "{} at {}: {}{cost}",
+                show(&r["hookId"]),
+                show(&r["startedAt"]),
+                show(&r["status"])
+            ),
+        ));
+    }
+    out
 }
 
 fn notify(
@@ -783,12 +955,43 @@ fn notify(
     Ok(())
 }
 
+/// Starts the on-demand daemon where `install --http` asked it to serve HTTP, and waits
+/// for it to listen; else says how to get a daemon that serves HTTP.
+fn start_http_daemon(ctx: &Context) -> AppResult<String> {
+    let cfg = crate::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let how = "`hooks-app install --http 127.0.0.1:PORT` makes the on-demand daemon serve the \
+               page, or run `hooks-app serve --http 127.0.0.1:PORT`";
+    let Some(addr) = cfg.http else {
+        return Err(AppError::runtime(format!(
+            "no daemon serves HTTP for this data folder: {how}"
+        )));
+    };
+    if cfg.mode == crate::cli::DaemonMode::OnDemand && crate::ondemand::ensure_running(ctx)? {
+        let started = std::time::Instant::now();
+        while started.elapsed() < Duration::from_secs(15) {
+            if let Some(url) = crate::http::running_url(&ctx.data_dir) {
+                return Ok(url);
+            }
+            // Polling a file the new daemon writes once it listens; nothing to wait on.
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        return Err(AppError::runtime(format!(
+            "started the daemon to serve http://{addr}, but it is not listening after 15 s: see {}",
+            ctx.data_dir.join(crate::ondemand::LOG_FILE).display()
+        )));
+    }
+    Err(AppError::runtime(format!(
+        "no daemon serves HTTP for this data folder: a daemon runs that was started without \
+         it (it serves http://{addr} from its next start; `hooks-app status` shows it), or the \
+         daemon mode is not on demand; {how}"
+    )))
+}
+
 /// `open`: the page's address with a one-time login token.
 fn open(ctx: &Context, no_browser: bool) -> AppResult {
-    let Some(url) = crate::http::running_url(&ctx.data_dir) else {
-        return Err(AppError::runtime(
-            "no daemon serves HTTP for this data folder: start `hooks-app serve --http 127.0.0.1:8787`",
-        ));
+    let url = match crate::http::running_url(&ctx.data_dir) {
+        Some(url) => url,
+        None => start_http_daemon(ctx)?,
     };
     let login = format!(
         "{url}/login?token={}",

@@ -13,6 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use hooks_core::decide::Policy;
@@ -140,10 +141,12 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     // Held for the daemon's whole life (an idle exit lets go of it just before its last
     // look): `status`, `doctor` and an on-demand start see that a daemon runs.
     let mut mark = mark_running(&ctx.data_dir);
-    info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
     let grace = Duration::from_secs(a.run.shutdown_grace);
     let rt = runtime()?;
     let metrics = Arc::new(crate::http::Metrics::default());
+    // Bound before `serving` is said: a port that is taken ends the start with an error.
+    let mut _address_file = None;
+    let mut http_url = None;
     if let Some(addr) = a.http {
         let opts = crate::http::HttpOptions {
             addr,
@@ -157,11 +160,11 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
         } else {
             Some(crate::http::token(&ctx.data_dir)?)
         };
-        let listener = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
-        let bound = listener
+        let bound = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
+        let at = bound
+            .listener
             .local_addr()
             .map_err(|e| AppError::runtime(format!("http: {e}")))?;
-        let at = bound.to_string();
         let state = Arc::new(crate::http::HttpState::new(
             svc.clone(),
             store.clone(),
@@ -169,11 +172,16 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
             ctx.clone(),
             token,
             metrics.clone(),
-            bound,
+            at,
         ));
         let _in_rt = rt.enter();
-        crate::http::spawn(listener, state);
-        info!(url = %format!("http://{at}"), auth = !opts.no_auth, "serving HTTP");
+        crate::http::spawn(bound.listener, state);
+        _address_file = Some(bound.address_file);
+        http_url = Some((format!("http://{at}"), !opts.no_auth));
+    }
+    info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
+    if let Some((url, auth)) = &http_url {
+        info!(url = %url, auth = *auth, "serving HTTP");
     }
     let mut lp = Loop::new(svc, store, &a.run, Mode::Serve);
     lp.metrics = Some(metrics);
@@ -341,6 +349,16 @@ impl Loop {
         let Some(idle) = self.idle.as_mut() else {
             return false;
         };
+        // Someone using the page or the API keeps the daemon: idle counts from then.
+        let used = self.metrics.as_ref().and_then(|m| {
+            *m.last_request
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        });
+        if let Some(at) = used.filter(|at| at.elapsed() < idle.after) {
+            self.idle_since = Some(at.into());
+            return false;
+        }
         let on_demand = idle.singleton.is_some();
         idle.singleton = None;
         idle.mark = None;

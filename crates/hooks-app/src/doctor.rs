@@ -21,12 +21,21 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         .filter(|p| p.due_at.is_due(now) && !p.is_claimed(now))
         .count();
     let claimed = snap.pending.iter().filter(|p| p.is_claimed(now)).count();
+    // The next thing the clock brings: a try, not the give-up time of an entry that
+    // waits for its conversation to close (closing it wakes that entry sooner).
     let next = snap
         .pending
         .iter()
+        .filter(|p| !p.waits_for_close())
         .filter_map(|p| p.due_at.time())
         .filter(|t| *t > now)
         .min();
+    let close_waits: Vec<_> = snap
+        .pending
+        .iter()
+        .filter(|p| p.waits_for_close())
+        .collect();
+    let first_give_up = close_waits.iter().filter_map(|p| p.gives_up_at()).min();
     let runs = block_on(store.runs(&RunFilter {
         limit: Some(5),
         ..RunFilter::default()
@@ -63,6 +72,8 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "waiting": waiting,
         "runsUnfinished": unfinished,
         "nextDueAt": next.map(stamp::format),
+        "waitingForClose": close_waits.len(),
+        "firstGivesUpAt": first_give_up.map(stamp::format),
         "totalCostUsd": cost,
         "budget": budget.as_ref().map(|(b, bv)| crate::spend::budget_json(b, bv)),
         "recentRuns": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
@@ -126,6 +137,23 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         next.map(|t| format!(", next at {}", stamp::format(t)))
             .unwrap_or_default()
     );
+    if let Some(t) = first_give_up {
+        println!(
+            "              {} {} until {} closed (they run then; the first gives up at {})",
+            close_waits.len(),
+            if close_waits.len() == 1 {
+                "waits"
+            } else {
+                "wait"
+            },
+            if close_waits.len() == 1 {
+                "its conversation is"
+            } else {
+                "their conversations are"
+            },
+            stamp::format(t)
+        );
+    }
     match &budget {
         Some((b, bv)) => println!("budget        {}", crate::spend::budget_line(b, bv)),
         None => println!("budget        none (hooks-app budget set --daily-usd X)"),

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,8 +49,9 @@ pub const TOKEN_ENV: &str = "HOOKS_APP_HTTP_TOKEN";
 pub const TOKEN_FILE: &str = "http.token";
 /// Where one-time login tokens wait to be used.
 pub const LOGIN_DIR: &str = "http-logins";
-/// Where a running daemon says its address.
-pub const ADDRESS_FILE: &str = "http.json";
+/// Where each daemon serving HTTP says its address: `<pid>.json`, removed when it stops;
+/// one left by a daemon that died is pruned by whoever reads the folder next.
+pub const ADDRESS_DIR: &str = "http";
 /// How long a one-time login token lasts.
 pub const LOGIN_TTL_SECS: u64 = 300;
 /// How long a page session lasts without use; each use renews it.
@@ -68,6 +69,9 @@ pub struct Metrics {
     pub skipped: Mutex<HashMap<String, u64>>,
     /// Lateness (start − due) of the follow-ups this daemon fired, by histogram bucket.
     pub lateness: Mutex<Histogram>,
+    /// When the last request but a health check came: an on-demand daemon someone is
+    /// using is not idle.
+    pub last_request: Mutex<Option<std::time::Instant>>,
 }
 
 /// A Prometheus histogram's counts.
@@ -279,19 +283,119 @@ impl HttpState {
 }
 
 /// Binds the address (so a bad one fails before anything starts) and says where it is.
-pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<tokio::net::TcpListener, AppError> {
-    let l = tokio::net::TcpListener::bind(o.addr)
-        .await
-        .map_err(|e| AppError::runtime(format!("http: could not listen on {}: {e}", o.addr)))?;
+pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<Bound, AppError> {
+    let l = tokio::net::TcpListener::bind(o.addr).await.map_err(|e| {
+        let holder = if e.kind() == std::io::ErrorKind::AddrInUse {
+            match daemons(data_dir)
+                .into_iter()
+                .find(|d| d.addr == o.addr.to_string())
+            {
+                Some(d) => format!(
+                    "; this data folder's daemon (pid {}) serves there: `hooks-app open` finds it",
+                    d.pid
+                ),
+                None => format!(
+                    "; another program holds it (`ss -ltnp 'sport = :{0}'` or `lsof -i :{0}` \
+                     names it): choose another port",
+                    o.addr.port()
+                ),
+            }
+        } else {
+            String::new()
+        };
+        AppError::runtime(format!("http: could not listen on {}: {e}{holder}", o.addr))
+    })?;
     let at = l
         .local_addr()
         .map_err(|e| AppError::runtime(format!("http: {e}")))?;
-    let url = format!("http://{at}");
+    // The single address file of earlier versions: every daemon now has its own.
+    let _ = std::fs::remove_file(data_dir.join("http.json"));
+    let dir = data_dir.join(ADDRESS_DIR);
+    crate::context::create_private_dir(&dir)
+        .map_err(|e| AppError::runtime(format!("could not create {}: {e}", dir.display())))?;
+    let me = hooks_platform::process::process(std::process::id());
+    let file = dir.join(format!("{}.json", std::process::id()));
     crate::context::write_private(
-        &data_dir.join(ADDRESS_FILE),
-        &format!("{}\n", json!({"url": url, "pid": std::process::id()})),
+        &file,
+        &format!(
+            "{}\n",
+            json!({"url": format!("http://{at}"), "addr": at.to_string(), "pid": std::process::id(), "procStart": me.map(|p| p.start)})
+        ),
     )?;
-    Ok(l)
+    Ok(Bound {
+        listener: l,
+        address_file: AddressFile(file),
+    })
+}
+
+/// A bound listener and the address file that says where it is.
+pub struct Bound {
+    pub listener: tokio::net::TcpListener,
+    pub address_file: AddressFile,
+}
+
+/// Removes the daemon's address file when it stops.
+pub struct AddressFile(PathBuf);
+
+impl Drop for AddressFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A live daemon serving HTTP for a data folder.
+#[derive(Debug, Clone)]
+pub struct HttpDaemon {
+    pub url: String,
+    pub addr: String,
+    pub pid: u32,
+}
+
+/// The live daemons serving HTTP for the data folder, newest first; files of daemons that
+/// are gone are removed.
+pub fn daemons(data_dir: &Path) -> Vec<HttpDaemon> {
+    let dir = data_dir.join(ADDRESS_DIR);
+    let mut out: Vec<(std::time::SystemTime, HttpDaemon)> = Vec::new();
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let v: Option<Value> = hooks_platform::files::read_regular(
+            &path,
+            hooks_platform::files::ReadLimit::bytes(4096),
+        )
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+        let Some(v) = v else { continue };
+        let pid = v["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+        let live = match (pid, v["procStart"].as_u64()) {
+            (Some(pid), Some(start)) => hooks_platform::process::is_alive(pid, start),
+            (Some(pid), None) => hooks_platform::process::exists(pid),
+            _ => false,
+        };
+        match (pid, v["url"].as_str(), live) {
+            (Some(pid), Some(url), true) => {
+                let when = e
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                out.push((
+                    when,
+                    HttpDaemon {
+                        url: url.to_owned(),
+                        addr: v["addr"].as_str().unwrap_or_default().to_owned(),
+                        pid,
+                    },
+                ));
+            }
+            _ => {
+                let _ = std::fs::remove_file(&path);
+            }
+        }
+    }
+    out.sort_by_key(|d| std::cmp::Reverse(d.0));
+    out.into_iter().map(|(_, d)| d).collect()
 }
 
 /// The most connections served at once; one more is closed at once. Well under the
@@ -628,6 +732,9 @@ async fn handle(
     let path = req.uri().path().to_owned();
     let method = req.method().clone();
     let started = std::time::Instant::now();
+    if !path.ends_with("/healthz") {
+        *lock(&state.metrics.last_request) = Some(started);
+    }
     let r = route(state, req).await;
     let r = match r {
         Ok(r) => r,
@@ -638,6 +745,33 @@ async fn handle(
         info!(%peer, %method, path, status = r.status().as_u16(), ms = started.elapsed().as_millis() as u64, "http");
     }
     r
+}
+
+/// `ok` only when the store answers within two seconds (and, for a store in the data
+/// folder, that folder is still there): 503 naming what failed otherwise.
+async fn healthz(state: &HttpState) -> Response<Full<Bytes>> {
+    let folder = match &state.ctx.store {
+        crate::context::StoreChoice::Json { dir, .. } => Some(dir),
+        crate::context::StoreChoice::Postgres { .. } => None,
+    };
+    let answer = if let Some(dir) = folder.filter(|d| !d.is_dir()) {
+        Err(format!("the store's folder {} is gone", dir.display()))
+    } else {
+        match tokio::time::timeout(Duration::from_secs(2), state.store.summary(state.svc.now()))
+            .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("the store does not answer: {e}")),
+            Err(_) => Err("the store did not answer within 2 s".to_owned()),
+        }
+    };
+    match answer {
+        Ok(()) => json_response(StatusCode::OK, &json!({"ok": true, "store": "ok"})),
+        Err(why) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"ok": false, "store": why}),
+        ),
+    }
 }
 
 fn segments(path: &str) -> Vec<&str> {
@@ -671,9 +805,7 @@ async fn route(
     }
     // What needs no auth: the health check, the API's description, the login.
     match (&method, seg.as_slice()) {
-        (&Method::GET, ["api", "v1", "healthz"]) => {
-            return Ok(json_response(StatusCode::OK, &json!({"ok": true})));
-        }
+        (&Method::GET, ["api", "v1", "healthz"]) => return Ok(healthz(state).await),
         (&Method::GET, ["api", "v1", "openapi.json"]) => {
             return Ok(respond(
                 StatusCode::OK,
@@ -828,7 +960,16 @@ async fn route(
             ))
         }
         (Method::GET, ["api", "v1", "sessions", id]) => {
-            let sid = SessionId::parse(id).map_err(|e| ApiError::bad("id", e.rule))?;
+            SessionId::parse(id).map_err(|e| ApiError::bad("id", e.rule))?;
+            let sid = crate::commands::resolve_session(s.meta.as_ref(), &s.store, id)
+                .await
+                .map_err(|e| match e {
+                    crate::commands::SessionLookup::Invalid(e) => ApiError::from(e),
+                    crate::commands::SessionLookup::Ambiguous(m) => {
+                        ApiError::bad("id", m.trim_start_matches("session: ").to_owned())
+                    }
+                    crate::commands::SessionLookup::Unknown(m) => ApiError::not_found("id", m),
+                })?;
             let (v, _, _) =
                 crate::commands::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid).await?;
             Ok(json_response(StatusCode::OK, &v))
@@ -1211,13 +1352,7 @@ fn skip_label(why: &hooks_core::decide::SkipReason) -> &'static str {
     }
 }
 
-/// Where a running daemon listens, from its address file.
+/// Where the newest live daemon of the data folder serves HTTP.
 pub fn running_url(data_dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(data_dir.join(ADDRESS_FILE)).ok()?;
-    let v: Value = serde_json::from_str(&text).ok()?;
-    let pid = v["pid"].as_u64()?;
-    // A file left by a daemon that is gone says nothing.
-    u32::try_from(pid)
-        .is_ok_and(hooks_platform::process::exists)
-        .then(|| v["url"].as_str().map(str::to_owned))?
+    daemons(data_dir).into_iter().next().map(|d| d.url)
 }

@@ -540,7 +540,20 @@ fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
     let cfg = DaemonConfig {
         mode: a.daemon,
         idle_exit: a.idle_exit,
+        http: a.http,
     };
+    if let Some(addr) = a.http {
+        crate::http::check_options(&crate::http::HttpOptions {
+            addr,
+            no_auth: false,
+            allow_insecure: false,
+        })?;
+        if a.daemon == DaemonMode::None {
+            return Err(AppError::invalid(
+                "http: --http needs a daemon to serve it: --daemon on-demand (the default) or service",
+            ));
+        }
+    }
     let unit = ondemand::unit_path();
     if a.dry_run {
         println!(
@@ -561,9 +574,12 @@ fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
     }
     match a.daemon {
         DaemonMode::OnDemand => println!(
-            "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {})",
+            "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {}){}",
             a.idle_exit,
-            ctx.data_dir.join(ondemand::LOG_FILE).display()
+            ctx.data_dir.join(ondemand::LOG_FILE).display(),
+            a.http
+                .map(|h| format!("; while it runs it serves http://{h} (`hooks-app open`)"))
+                .unwrap_or_default()
         ),
         DaemonMode::None => {
             println!("daemon: none (run `hooks-app serve`, or `hooks-app tick` from cron)");

@@ -27,6 +27,8 @@ const SERVICE_NAME: &str = "hooks-app";
 pub struct DaemonConfig {
     pub mode: DaemonMode,
     pub idle_exit: u64,
+    /// Where the daemon serves the HTTP API and page (`install --http`), if it does.
+    pub http: Option<std::net::SocketAddr>,
 }
 
 impl DaemonConfig {
@@ -46,6 +48,7 @@ impl DaemonConfig {
         Self {
             mode,
             idle_exit: v["idleExitSecs"].as_u64().unwrap_or(DEFAULT_IDLE_EXIT),
+            http: v["http"].as_str().and_then(|a| a.parse().ok()),
         }
     }
 
@@ -53,6 +56,7 @@ impl DaemonConfig {
         let text = serde_json::to_string_pretty(&json!({
             "mode": mode_name(self.mode),
             "idleExitSecs": self.idle_exit,
+            "http": self.http.map(|a| a.to_string()),
         }))
         .unwrap_or_default();
         context::write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))
@@ -111,6 +115,11 @@ pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
         .envs(ctx.store_secret_env())
         .args(["serve", "--on-demand", "--idle-exit"])
         .arg(cfg.idle_exit.to_string())
+        .args(
+            cfg.http
+                .iter()
+                .flat_map(|a| ["--http".to_owned(), a.to_string()]),
+        )
         .current_dir(&ctx.data_dir)
         .stdin(Stdio::null())
         .stdout(
@@ -295,6 +304,9 @@ pub fn unit_text_for(ctx: &Context, macos: bool) -> AppResult<String> {
     ];
     args.extend(ctx.child_args());
     args.push("serve".into());
+    if let Some(a) = DaemonConfig::read(&ctx.data_dir).http {
+        args.extend(["--http".into(), a.to_string()]);
+    }
     Ok(if macos {
         let items: String = args
             .iter()

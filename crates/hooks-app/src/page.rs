@@ -243,13 +243,22 @@ pub async fn page(
     } else {
         b.push_str("<div class=wrap><table><tr><th>hook</th><th>session</th><th>due</th><th>retries</th><th>state</th></tr>");
         for p in snap.pending.iter().take(200) {
-            let due = p
-                .due_at
-                .time()
-                .map_or_else(|| p.due_at.to_string(), |t| span((t - now).whole_seconds()));
+            let due = match p.gives_up_at() {
+                Some(t) => format!(
+                    "when closed (gives up in {})",
+                    span((t - now).whole_seconds())
+                ),
+                None => p
+                    .due_at
+                    .time()
+                    .map_or_else(|| p.due_at.to_string(), |t| span((t - now).whole_seconds())),
+            };
             let state = match (&p.claim, &p.waiting) {
                 (Some(c), _) if c.expires_at > now => {
                     format!("running or starting: claimed by {}", esc(&c.owner))
+                }
+                (_, Some(w)) if w.open => {
+                    format!("waits until the conversation is closed: {}", esc(&w.reason))
                 }
                 (_, Some(w)) => format!("waits: {}", esc(&w.reason)),
                 _ if p.due_at.is_due(now) => "due".into(),
@@ -319,21 +328,21 @@ pub async fn page(
         esc(asked.as_deref().unwrap_or(""))
     );
     if let Some(sid) = asked.filter(|a| !a.is_empty()) {
-        match SessionId::parse(&sid) {
+        match crate::commands::resolve_session(s.meta.as_ref(), &s.store, &sid).await {
             Err(e) => {
-                let _ = write!(b, "<p class=err>session: {}</p>", esc(&e.rule));
+                let _ = write!(
+                    b,
+                    "<p class=err>{}</p>",
+                    esc(&crate::AppError::from(e).message)
+                );
             }
             Ok(sid) => {
-                let (v, _, _) =
+                let (v, facts, pending) =
                     crate::commands::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid).await?;
                 b.push_str("<table id=session>");
-                for (k, val) in v.as_object().into_iter().flatten() {
-                    let shown = match val {
-                        Value::String(t) => t.clone(),
-                        Value::Null => "unknown".into(),
-                        other => other.to_string(),
-                    };
-                    let _ = write!(b, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&shown));
+                let now = s.svc.now();
+                for (label, text) in crate::commands::session_lines(&v, &facts, &pending, now) {
+                    let _ = write!(b, "<tr><th>{}</th><td>{}</td></tr>", esc(label), esc(&text));
                 }
                 b.push_str("</table>");
             }

@@ -43,7 +43,7 @@ pub fn pending(e: &PendingEntry) -> Value {
     let mut v = Map::new();
     v.insert("hookId".into(), json!(e.hook_id.as_str()));
     v.insert("sessionId".into(), json!(e.session_id.as_str()));
-    v.insert("dueAt".into(), json!(e.due_at.to_string()));
+    v.insert("dueAt".into(), json!(e.became_due().to_string()));
     if let Some(q) = e.queued_at {
         v.insert("queuedAt".into(), json!(stamp::format(q)));
     }
@@ -57,6 +57,9 @@ pub fn pending(e: &PendingEntry) -> Value {
             "waiting".into(),
             json!({"reason": w.reason, "since": stamp::format(w.since), "open": w.open}),
         );
+    }
+    if let Some(t) = e.gives_up_at() {
+        v.insert("givesUpAt".into(), json!(stamp::format(t)));
     }
     Value::Object(v)
 }
@@ -103,6 +106,9 @@ pub fn run(r: &RunRecord) -> Value {
         }))),
     );
     v.insert("durationMs".into(), json!(o.duration_ms));
+    if let Some(d) = r.took() {
+        v.insert("tookMs".into(), json!(d.whole_milliseconds()));
+    }
     Value::Object(v)
 }
 
@@ -163,6 +169,8 @@ mod tests {
                 since: t("2026-12-01T00:00:20+0000"),
                 open: true,
             }),
+            // Waiting for the conversation to close, it is kept until it gives up.
+            due_at: DueAt::At(t("2026-12-02T00:00:20+0000")),
             ..base.clone()
         };
         let legacy = PendingEntry {
@@ -172,7 +180,7 @@ mod tests {
         };
         let want = [
             r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:10+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2}"#,
-            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:10+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2,"claimedBy":"vm:42:abc","claimExpiresAt":"2026-12-01T00:01:40+0000","waiting":{"reason":"conversation open in claude, pid 7, interactive, idle","since":"2026-12-01T00:00:20+0000","open":true}}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:20+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2,"claimedBy":"vm:42:abc","claimExpiresAt":"2026-12-01T00:01:40+0000","waiting":{"reason":"conversation open in claude, pid 7, interactive, idle","since":"2026-12-01T00:00:20+0000","open":true},"givesUpAt":"2026-12-02T00:00:20+0000"}"#,
             r#"{"hookId":"post-task","sessionId":"s1","dueAt":"soon","retries":2}"#,
         ];
         for (e, want) in [base, claimed, legacy].iter().zip(want) {
@@ -227,8 +235,8 @@ mod tests {
         };
         let want = [
             r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","startedAt":"2026-12-01T00:00:10+0000","status":null,"exitCode":null,"completed":null,"numTurns":null,"costUsd":null,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":null,"durationMs":null}"#,
-            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000}"#,
-            r#"{"hookId":"post-task","sessionId":"s1","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000}"#,
+            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000,"tookMs":30000}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000,"tookMs":30000}"#,
         ];
         for (r, want) in [started, finished, legacy].iter().zip(want) {
             assert_eq!(run(r).to_string(), want);

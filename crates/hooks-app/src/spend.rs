@@ -95,6 +95,8 @@ pub fn budget(ctx: &Context, cmd: BudgetCmd) -> AppResult {
 #[derive(Default)]
 struct Totals {
     runs: u64,
+    /// Entries that ended before anything ran (skips, errors before a start).
+    not_run: u64,
     completed: u64,
     cost: f64,
     /// The estimate and the cost of the runs that have both, to compare like with like.
@@ -109,6 +111,10 @@ struct Totals {
 impl Totals {
     fn add(&mut self, r: &RunRecord) {
         let o = &r.outcome;
+        if !r.started() {
+            self.not_run += 1;
+            return;
+        }
         self.runs += 1;
         self.completed += u64::from(o.completed == Some(true));
         self.cost += o.cost_usd.unwrap_or(0.0);
@@ -128,6 +134,7 @@ impl Totals {
         json!({
             "key": key,
             "runs": self.runs,
+            "notRun": self.not_run,
             "completed": self.completed,
             "completedRate": self.completed as f64 / self.runs.max(1) as f64,
             "costUsd": self.cost,
@@ -146,6 +153,7 @@ impl Totals {
         vec![
             key.to_owned(),
             self.runs.to_string(),
+            self.not_run.to_string(),
             format!(
                 "{:.0}%",
                 100.0 * self.completed as f64 / self.runs.max(1) as f64
@@ -231,6 +239,7 @@ pub fn runs_summary(
         &[
             first,
             "RUNS",
+            "NOT RUN",
             "COMPLETED",
             "COST",
             "ESTIMATED FOR ACTUAL",

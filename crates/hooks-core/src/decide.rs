@@ -248,6 +248,8 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         ));
     }
     if let Some(open) = &i.facts.open {
+        // The wait counts from when it was first found open: an entry found late (the
+        // daemon was down) still gets the whole wait.
         let since = match &i.entry.waiting {
             Some(w) if w.open => w.since,
             _ => now,

@@ -36,7 +36,8 @@ impl ValidationError {
 }
 
 fn describe(s: &str) -> String {
-    let mut shown: String = s.chars().take(40).collect();
+    // Whole, as long as a path can be: a message never cuts the path it names.
+    let mut shown: String = s.chars().take(4096).collect();
     if shown.len() < s.len() {
         shown.push('…');
     }
@@ -227,7 +228,8 @@ impl Delay {
 }
 
 /// A prompt file's path relative to a workspace: a `.md` file directly in
-/// `.claude/agents/hooks/`, with no `..`. A leading `/` is stripped.
+/// `.claude/agents/hooks/`, with no `..`. An absolute path to a file directly in a
+/// `.claude/agents/hooks/` folder stands for that file in the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PromptFile(String);
 
@@ -251,9 +253,13 @@ impl PromptFile {
                 format!("must not contain '..' (got {})", describe(s)),
             ));
         }
-        let Some((file, dir)) = parts.split_last() else {
+        let Some((file, mut dir)) = parts.split_last() else {
             return Err(ValidationError::new(field, "must not be empty"));
         };
+        let depth = PROMPT_DIR.split('/').count();
+        if s.trim().starts_with('/') && dir.len() > depth {
+            dir = &dir[dir.len() - depth..];
+        }
         let is_md = file.len() > 3 && file.to_ascii_lowercase().ends_with(".md");
         if !is_md {
             return Err(ValidationError::new(
@@ -265,7 +271,8 @@ impl PromptFile {
             return Err(ValidationError::new(
                 field,
                 format!(
-                    "must be a file directly in {PROMPT_DIR}/ (got {})",
+                    "must be a file directly in {PROMPT_DIR}/ of the workspace, as \
+                     {PROMPT_DIR}/NAME.md or an absolute path ending so (got {})",
                     describe(s)
                 ),
             ));
@@ -708,6 +715,41 @@ impl PendingEntry {
     pub fn is_claimable(&self, now: Timestamp) -> bool {
         self.due_at.is_due(now) && !self.is_claimed(now)
     }
+    /// Whether it waits for its conversation to be closed.
+    pub fn waits_for_close(&self) -> bool {
+        self.waiting.as_ref().is_some_and(|w| w.open)
+    }
+    /// When it became due, as people read it: for an entry waiting for its conversation
+    /// to be closed, when that wait began (its `due_at` is then when it gives up).
+    pub fn became_due(&self) -> DueAt {
+        match &self.waiting {
+            Some(w) if w.open => DueAt::At(w.since),
+            _ => self.due_at.clone(),
+        }
+    }
+    /// When it gives up waiting for its conversation to be closed, if it waits so.
+    pub fn gives_up_at(&self) -> Option<Timestamp> {
+        self.waits_for_close().then(|| self.due_at.time()).flatten()
+    }
+    /// When something will next happen to it by the clock: it is tried, or it gives up
+    /// waiting for its conversation (which, closed sooner, wakes it sooner).
+    pub fn next_step(&self) -> Option<Timestamp> {
+        self.due_at.time()
+    }
+    /// What it waits for, in words: `due`, `queued`, `waits until the conversation is
+    /// closed (gives up at …): <reason>`, `waiting: <reason>`.
+    pub fn state_text(&self, now: Timestamp) -> String {
+        match (&self.claim, &self.waiting) {
+            (Some(c), _) if c.expires_at > now => format!("claimed by {}", c.owner),
+            (_, Some(w)) if w.open => format!(
+                "waits until the conversation is closed (gives up at {}): {}",
+                self.due_at, w.reason
+            ),
+            (_, Some(w)) => format!("waiting: {}", w.reason),
+            _ if self.due_at.is_due(now) => "due".into(),
+            _ => "queued".into(),
+        }
+    }
 }
 
 /// Names one pending entry.
@@ -924,6 +966,26 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// Whether anything ran: a process was started or a runner reported a result. The
+    /// run log also holds one line for every entry that ended before that (a skip, an
+    /// error before the start, a hook deleted while its entry waited).
+    pub fn started(&self) -> bool {
+        let o = &self.outcome;
+        self.process.is_some()
+            || self.finished_at.is_none()
+            || o.exit_code.is_some()
+            || o.num_turns.is_some()
+            || o.cost_usd.is_some()
+            || o.usage.is_some()
+            || o.duration_ms.is_some()
+            || o.session_id.is_some()
+    }
+
+    /// How long it took, start to finish, as the clock on the wall saw it.
+    pub fn took(&self) -> Option<time::Duration> {
+        self.finished_at.map(|f| f - self.started_at)
+    }
+
     /// `running` for a run not finished yet, else its status.
     pub fn status_text(&self) -> String {
         match (&self.finished_at, &self.outcome.status) {

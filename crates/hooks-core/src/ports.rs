@@ -324,6 +324,9 @@ pub trait SessionMeta: Send + Sync {
     async fn leases(&self) -> Result<Vec<(SessionId, LeaseInfo)>, MetaError>;
     /// The Claude Code process that has the session open, if one has (no transcript read).
     async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError>;
+    /// The sessions it knows of (remembered, or with a transcript) whose id starts with
+    /// `prefix`, and a phrase naming where it looked.
+    async fn sessions_starting(&self, prefix: &str) -> Result<(Vec<SessionId>, String), MetaError>;
 }
 
 /// A follow-up to run.

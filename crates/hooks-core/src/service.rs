@@ -321,7 +321,7 @@ impl Service {
         // A dead lease of another hook is recovered, then the entry decided again; a
         // second one would be a new run that died in between, so this ends.
         for _ in 0..3 {
-            let action = match self.decide(entry).await? {
+            let action = match self.decide(entry, &mut warnings).await? {
                 Decided::Action(a) => a,
                 Decided::Recover(lease) => {
                     let status = self.recover(&entry.session_id, &lease).await?;
@@ -363,7 +363,11 @@ impl Service {
 
     /// Reads fresh facts, takes the fire decision and carries out all of it but a run or
     /// a recovery.
-    async fn decide(&self, entry: &PendingEntry) -> Result<Decided, ServiceError> {
+    async fn decide(
+        &self,
+        entry: &PendingEntry,
+        warnings: &mut Vec<String>,
+    ) -> Result<Decided, ServiceError> {
         let key = entry.key();
         let store = &self.ports.store;
         let owner = self.config.owner.as_str();
@@ -402,8 +406,21 @@ impl Service {
         });
         let action = match decision {
             FireDecision::Recover(lease) => return Ok(Decided::Recover(lease)),
-            FireDecision::Drop => self.finish(&key, None).await?,
-            FireDecision::Finish(status) => self.finish_with(&key, status).await?,
+            FireDecision::Drop => {
+                let action = self.finish(&key, None).await?;
+                // A hook deleted or disabled while its entry waited ends the entry: the
+                // run log says so (a duplicate of a recorded run says nothing).
+                let gone = match &hook {
+                    None => Some(format!("the hook {} was deleted", entry.hook_id)),
+                    Some(h) if !h.enabled => Some(format!("the hook {} is disabled", h.id)),
+                    Some(_) => None,
+                };
+                if let (FireAction::Dropped, Some(why)) = (&action, gone) {
+                    self.log_ended(entry, &Status::skipped(why), warnings).await;
+                }
+                action
+            }
+            FireDecision::Finish(status) => self.finish_with(entry, status, warnings).await?,
             FireDecision::Retry {
                 due_at,
                 retries,
@@ -439,8 +456,9 @@ impl Service {
                 // rather than stop the daemon.
                 _ => {
                     self.finish_with(
-                        &key,
+                        entry,
                         Status::error("internal: fired without a hook, a prompt and a cwd"),
+                        warnings,
                     )
                     .await?
                 }
@@ -475,19 +493,53 @@ impl Service {
         }
     }
 
+    /// Ends an entry that started no process with `status`: on its hook and, once the
+    /// entry is ours to end, in the run log.
     async fn finish_with(
         &self,
-        key: &EntryKey,
+        entry: &PendingEntry,
         status: Status,
+        warnings: &mut Vec<String>,
     ) -> Result<FireAction, ServiceError> {
         let record = HookRecord {
             status: status.clone(),
             fired_at: None,
         };
-        Ok(match self.finish(key, Some(record)).await? {
-            FireAction::Dropped => FireAction::Finished(status),
+        Ok(match self.finish(&entry.key(), Some(record)).await? {
+            FireAction::Dropped => {
+                self.log_ended(entry, &status, warnings).await;
+                FireAction::Finished(status)
+            }
             other => other,
         })
+    }
+
+    /// One run-log line for an entry that ended without starting a process: no process,
+    /// no cost, started and finished now.
+    async fn log_ended(&self, entry: &PendingEntry, status: &Status, warnings: &mut Vec<String>) {
+        let now = self.now();
+        let n = self.next_run.fetch_add(1, Ordering::Relaxed);
+        let record = RunRecord {
+            run_id: Some(format!("{}#{n}", self.config.owner)),
+            hook_id: entry.hook_id.clone(),
+            session_id: entry.session_id.clone(),
+            owner: Some(self.config.owner.clone()),
+            process: None,
+            started_at: now,
+            finished_at: Some(now),
+            outcome: RunOutcome {
+                status: Some(status.clone()),
+                ..RunOutcome::default()
+            },
+            estimated_cost_usd: None,
+            model: None,
+        };
+        if let Err(e) = self.ports.store.append_run(&record).await {
+            warnings.push(format!(
+                "could not log that {} on session {} ended {status}: {e}",
+                entry.hook_id, entry.session_id
+            ));
+        }
     }
 
     async fn finish(
@@ -664,7 +716,7 @@ impl Service {
             BeginRun::Won => {}
             BeginRun::Stamped { at } => {
                 let status = Status::skipped(SkipReason::AlreadyRan { at }.to_string());
-                self.finish_with(&key, status).await?;
+                self.finish_with(entry, status, warnings).await?;
                 return Ok(FireAction::LostStamp { at });
             }
             BeginRun::Busy(other) => {

@@ -349,6 +349,18 @@ impl SessionMeta for InMemoryMeta {
     ) -> Result<StampResult, MetaError> {
         self.sessions.stamp(session, hook, at).await
     }
+    async fn sessions_starting(&self, prefix: &str) -> Result<(Vec<SessionId>, String), MetaError> {
+        let mut ids: Vec<SessionId> = self
+            .transcripts
+            .lock()
+            .unwrap()
+            .keys()
+            .filter(|s| s.as_str().starts_with(prefix))
+            .cloned()
+            .collect();
+        ids.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+        Ok((ids, "the in-memory transcripts".to_owned()))
+    }
 }
 
 /// The durable session state in memory, with the same rules as the stores' own.

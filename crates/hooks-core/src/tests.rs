@@ -101,6 +101,10 @@ fn prompt_files() {
         ),
         ("/.claude/agents/hooks/a.md", ".claude/agents/hooks/a.md"),
         ("./.claude/agents/hooks/A.MD", ".claude/agents/hooks/A.MD"),
+        (
+            "/home/me/a-rather-long-project-name/.claude/agents/hooks/tidy.md",
+            ".claude/agents/hooks/tidy.md",
+        ),
     ];
     for (input, want) in cases {
         assert_eq!(PromptFile::parse(input).unwrap().as_str(), want);
@@ -112,11 +116,18 @@ fn prompt_files() {
         (".claude/agents/hooks/.md", ".md"),
         (".claude/agents/a.md", "directly in"),
         (".claude/agents/hooks/sub/a.md", "directly in"),
+        ("/home/me/proj/.claude/agents/hooks/sub/a.md", "directly in"),
+        ("/home/me/proj/prompts/a.md", "directly in"),
+        ("home/me/proj/.claude/agents/hooks/a.md", "directly in"),
         (".claude/agents/hooks/a\n.md", "control"),
         ("", "empty"),
     ] {
         check_refused(PromptFile::parse(input), "promptFile", rule);
     }
+    // The message names the whole path, however long.
+    let long = format!("/{}/prompts/a.md", "d".repeat(300));
+    let e = PromptFile::parse(&long).unwrap_err();
+    assert!(e.rule.contains(&long), "{}", e.rule);
 }
 
 #[test]
@@ -1035,6 +1046,14 @@ async fn skips_are_recorded_without_running() {
         Some(Status::skipped("context 70k over the 60k cap"))
     );
     assert!(hook.history.is_empty(), "history holds firings only");
+    let runs = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(runs.len(), 1, "a skip leaves one run-log line: {runs:?}");
+    assert_eq!(
+        runs[0].outcome.status,
+        Some(Status::skipped("context 70k over the 60k cap"))
+    );
+    assert!(!runs[0].started(), "nothing ran: {:?}", runs[0]);
+    assert_eq!(runs[0].outcome.cost_usd, None);
 }
 
 #[tokio::test]
@@ -1057,7 +1076,15 @@ async fn disabled_and_deleted_hooks() {
     assert_eq!(
         r[0].action,
         FireAction::Dropped,
-        "disabled while queued: dropped silently"
+        "disabled while queued: dropped, the hook left as it was"
+    );
+    let runs = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(
+        runs.iter()
+            .map(|r| r.outcome.status.clone())
+            .collect::<Vec<_>>(),
+        vec![Some(Status::skipped("the hook post-task is disabled"))],
+        "the run log says why the entry ended"
     );
     assert_eq!(
         w.store

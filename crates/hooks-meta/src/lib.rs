@@ -180,4 +180,39 @@ impl SessionMeta for MetaStore {
     async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError> {
         Ok(live::open_session(&self.claude_home, session))
     }
+
+    async fn sessions_starting(&self, prefix: &str) -> Result<(Vec<SessionId>, String), MetaError> {
+        let mut ids: std::collections::BTreeSet<String> = self
+            .sessions
+            .sessions()
+            .await?
+            .into_iter()
+            .map(|r| r.session.as_str().to_owned())
+            .filter(|s| s.starts_with(prefix))
+            .collect();
+        let projects = self.claude_home.join("projects");
+        for dir in std::fs::read_dir(&projects).into_iter().flatten().flatten() {
+            for f in std::fs::read_dir(dir.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let name = f.file_name();
+                if let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".jsonl"))
+                    && id.starts_with(prefix)
+                {
+                    ids.insert(id.to_owned());
+                }
+            }
+        }
+        Ok((
+            ids.iter()
+                .filter_map(|s| SessionId::parse(s).ok())
+                .collect(),
+            format!(
+                "the sessions hooks-app remembers and the transcripts under {}",
+                projects.display()
+            ),
+        ))
+    }
 }
