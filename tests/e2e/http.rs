@@ -86,9 +86,9 @@ pub fn call(
     raw(addr, req.as_bytes())
 }
 
-/// Where the daemon `pid` says it serves HTTP.
+/// Where the daemon `pid` registered itself, with the URL it serves HTTP at.
 pub fn address_file(app: &App, pid: u32) -> std::path::PathBuf {
-    app.data_dir().join(format!("http/{pid}.json"))
+    app.data_dir().join(format!("daemons/{pid}.json"))
 }
 
 /// A daemon serving HTTP on a free port of 127.0.0.1, and its address and token.
@@ -113,7 +113,7 @@ impl Served {
             "the daemon said where it listens"
         );
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&addr_file).unwrap()).unwrap();
-        let addr = v["url"]
+        let addr = v["http"]
             .as_str()
             .unwrap()
             .trim_start_matches("http://")
@@ -782,4 +782,31 @@ fn the_real_claude_http_hook_queues_through_the_daemon_once() {
     );
     assert_eq!(app.runs().len(), 1);
     assert!(app.pending().is_empty());
+}
+
+#[test]
+fn healthz_says_when_the_store_is_gone() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    let ok = call(d.addr, "GET", "/api/v1/healthz", &[], None);
+    assert_eq!((ok.status, ok.json()["store"].clone()), (200, json!("ok")));
+    let aside = app.env.dir.path().join("moved-away");
+    std::fs::rename(app.data_dir(), &aside).unwrap();
+    let gone = call(d.addr, "GET", "/api/v1/healthz", &[], None);
+    assert_eq!(gone.status, 503, "{}", gone.body);
+    assert_eq!(gone.json()["ok"], false);
+    assert!(
+        gone.json()["store"]
+            .as_str()
+            .is_some_and(|s| s.contains("is gone")),
+        "{}",
+        gone.body
+    );
+    std::fs::rename(&aside, app.data_dir()).unwrap();
+    assert_eq!(
+        call(d.addr, "GET", "/api/v1/healthz", &[], None).status,
+        200
+    );
+    d.stop();
 }

@@ -185,3 +185,82 @@ fn the_service_mode_writes_a_user_unit_and_uninstall_takes_it_away() {
     assert!(out.contains("systemctl --user disable --now"), "{out}");
     assert!(!unit.exists());
 }
+
+/// A free port of 127.0.0.1, found by binding it and letting go.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn install_http_serves_the_page_on_demand_and_uninstall_stops_the_daemon() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let addr = format!("127.0.0.1:{}", free_port());
+    let out = app.ok(&["install", "--http", &addr, "--idle-exit", "60"]);
+    assert!(out.contains(&format!("serves http://{addr}")), "{out}");
+    assert!(daemons(&app).is_empty(), "nothing runs yet");
+
+    // `open` starts the on-demand daemon where install said, and finds it.
+    let login = app.ok(&["open", "--no-browser"]);
+    assert!(
+        login
+            .trim()
+            .starts_with(&format!("http://{addr}/login?token=")),
+        "{login}"
+    );
+    let running = daemons(&app);
+    assert_eq!(running.len(), 1, "{running:?}");
+    assert_eq!(running[0]["http"], format!("http://{addr}").as_str());
+    assert_eq!(running[0]["mode"], "on-demand");
+    let health = crate::http::call(addr.parse().unwrap(), "GET", "/api/v1/healthz", &[], None);
+    assert_eq!(
+        (health.status, health.json()["store"].clone()),
+        (200, json!("ok"))
+    );
+    let status = app.json(&["status"]);
+    assert_eq!(status["http"], format!("http://{addr}").as_str());
+
+    // A second daemon on the same port: an error naming the address and who holds it,
+    // and no `serving` before it.
+    let second = app.run(&["serve", "--http", &addr]);
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!("could not listen on {addr}"))
+            && err.contains(&format!("daemon (pid {})", running[0]["pid"]))
+            && !err.contains("serving"),
+        "{err}"
+    );
+    assert_eq!(
+        daemons(&app).len(),
+        1,
+        "the failed start left no registration"
+    );
+
+    // Uninstall stops it and says what it leaves.
+    let out = app.ok(&["uninstall"]);
+    assert!(
+        out.contains(&format!(
+            "stopped the on-demand daemon (pid {})",
+            running[0]["pid"]
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "left: the data folder {}",
+            app.data_dir().display()
+        )) && out.contains("post-task.md"),
+        "{out}"
+    );
+    assert!(daemons(&app).is_empty(), "{:?}", daemons(&app));
+    assert_eq!(
+        app.json(&["status"])["daemonMode"],
+        "none",
+        "nothing starts it again"
+    );
+}

@@ -749,7 +749,7 @@ fn a_store_that_fails_to_read_is_tried_again_on_a_timer() {
     let addr_file = crate::http::address_file(&app, child.id());
     assert!(wait_until(30, || addr_file.exists()));
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&addr_file).unwrap()).unwrap();
-    let addr: std::net::SocketAddr = v["url"]
+    let addr: std::net::SocketAddr = v["http"]
         .as_str()
         .unwrap()
         .trim_start_matches("http://")

@@ -969,7 +969,7 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
     if cfg.mode == crate::cli::DaemonMode::OnDemand && crate::ondemand::ensure_running(ctx)? {
         let started = std::time::Instant::now();
         while started.elapsed() < Duration::from_secs(15) {
-            if let Some(url) = crate::http::running_url(&ctx.data_dir) {
+            if let Some(url) = crate::ondemand::http_url(&ctx.data_dir) {
                 return Ok(url);
             }
             // Polling a file the new daemon writes once it listens; nothing to wait on.
@@ -989,7 +989,7 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
 
 /// `open`: the page's address with a one-time login token.
 fn open(ctx: &Context, no_browser: bool) -> AppResult {
-    let url = match crate::http::running_url(&ctx.data_dir) {
+    let url = match crate::ondemand::http_url(&ctx.data_dir) {
         Some(url) => url,
         None => start_http_daemon(ctx)?,
     };

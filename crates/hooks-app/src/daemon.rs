@@ -137,7 +137,6 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     } else {
         None
     };
-    let _registered = crate::ondemand::register(&ctx.data_dir, a.on_demand);
     // Held for the daemon's whole life (an idle exit lets go of it just before its last
     // look): `status`, `doctor` and an on-demand start see that a daemon runs.
     let mut mark = mark_running(&ctx.data_dir);
@@ -145,7 +144,6 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let rt = runtime()?;
     let metrics = Arc::new(crate::http::Metrics::default());
     // Bound before `serving` is said: a port that is taken ends the start with an error.
-    let mut _address_file = None;
     let mut http_url = None;
     if let Some(addr) = a.http {
         let opts = crate::http::HttpOptions {
@@ -160,9 +158,8 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
         } else {
             Some(crate::http::token(&ctx.data_dir)?)
         };
-        let bound = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
-        let at = bound
-            .listener
+        let listener = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
+        let at = listener
             .local_addr()
             .map_err(|e| AppError::runtime(format!("http: {e}")))?;
         let state = Arc::new(crate::http::HttpState::new(
@@ -175,10 +172,14 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
             at,
         ));
         let _in_rt = rt.enter();
-        crate::http::spawn(bound.listener, state);
-        _address_file = Some(bound.address_file);
+        crate::http::spawn(listener, state);
         http_url = Some((format!("http://{at}"), !opts.no_auth));
     }
+    let _registered = crate::ondemand::register(
+        &ctx.data_dir,
+        a.on_demand,
+        http_url.as_ref().map(|(u, _)| u.as_str()),
+    );
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
     if let Some((url, auth)) = &http_url {
         info!(url = %url, auth = *auth, "serving HTTP");

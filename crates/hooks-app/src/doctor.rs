@@ -55,7 +55,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         let (svc, _) = crate::commands::service(ctx)?;
         block_on(svc.budget())??
     };
-    let http = crate::http::running_url(&ctx.data_dir);
+    let http = crate::ondemand::http_url(&ctx.data_dir);
     let v = json!({
         "dataDir": ctx.data_dir.display().to_string(),
         "store": ctx.store.describe(),
@@ -327,7 +327,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     // An http hook loses every event while no daemon listens where it posts.
     let http_hooks = install::installed_http_urls(ctx);
     if !http_hooks.is_empty() {
-        let serving = crate::http::running_url(&ctx.data_dir);
+        let serving = crate::ondemand::http_url(&ctx.data_dir);
         let stray: Vec<String> = http_hooks
             .iter()
             .filter(|(_, u)| {

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,9 +49,6 @@ pub const TOKEN_ENV: &str = "HOOKS_APP_HTTP_TOKEN";
 pub const TOKEN_FILE: &str = "http.token";
 /// Where one-time login tokens wait to be used.
 pub const LOGIN_DIR: &str = "http-logins";
-/// Where each daemon serving HTTP says its address: `<pid>.json`, removed when it stops;
-/// one left by a daemon that died is pruned by whoever reads the folder next.
-pub const ADDRESS_DIR: &str = "http";
 /// How long a one-time login token lasts.
 pub const LOGIN_TTL_SECS: u64 = 300;
 /// How long a page session lasts without use; each use renews it.
@@ -283,16 +280,18 @@ impl HttpState {
 }
 
 /// Binds the address (so a bad one fails before anything starts) and says where it is.
-pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<Bound, AppError> {
-    let l = tokio::net::TcpListener::bind(o.addr).await.map_err(|e| {
+pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<tokio::net::TcpListener, AppError> {
+    tokio::net::TcpListener::bind(o.addr).await.map_err(|e| {
         let holder = if e.kind() == std::io::ErrorKind::AddrInUse {
-            match daemons(data_dir)
-                .into_iter()
-                .find(|d| d.addr == o.addr.to_string())
-            {
+            let ours = crate::ondemand::running(data_dir).into_iter().find(|d| {
+                d["http"]
+                    .as_str()
+                    .is_some_and(|u| u.trim_start_matches("http://") == o.addr.to_string())
+            });
+            match ours {
                 Some(d) => format!(
                     "; this data folder's daemon (pid {}) serves there: `hooks-app open` finds it",
-                    d.pid
+                    d["pid"]
                 ),
                 None => format!(
                     "; another program holds it (`ss -ltnp 'sport = :{0}'` or `lsof -i :{0}` \
@@ -304,98 +303,7 @@ pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<Bound, AppError> {
             String::new()
         };
         AppError::runtime(format!("http: could not listen on {}: {e}{holder}", o.addr))
-    })?;
-    let at = l
-        .local_addr()
-        .map_err(|e| AppError::runtime(format!("http: {e}")))?;
-    // The single address file of earlier versions: every daemon now has its own.
-    let _ = std::fs::remove_file(data_dir.join("http.json"));
-    let dir = data_dir.join(ADDRESS_DIR);
-    crate::context::create_private_dir(&dir)
-        .map_err(|e| AppError::runtime(format!("could not create {}: {e}", dir.display())))?;
-    let me = hooks_platform::process::process(std::process::id());
-    let file = dir.join(format!("{}.json", std::process::id()));
-    crate::context::write_private(
-        &file,
-        &format!(
-            "{}\n",
-            json!({"url": format!("http://{at}"), "addr": at.to_string(), "pid": std::process::id(), "procStart": me.map(|p| p.start)})
-        ),
-    )?;
-    Ok(Bound {
-        listener: l,
-        address_file: AddressFile(file),
     })
-}
-
-/// A bound listener and the address file that says where it is.
-pub struct Bound {
-    pub listener: tokio::net::TcpListener,
-    pub address_file: AddressFile,
-}
-
-/// Removes the daemon's address file when it stops.
-pub struct AddressFile(PathBuf);
-
-impl Drop for AddressFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// A live daemon serving HTTP for a data folder.
-#[derive(Debug, Clone)]
-pub struct HttpDaemon {
-    pub url: String,
-    pub addr: String,
-    pub pid: u32,
-}
-
-/// The live daemons serving HTTP for the data folder, newest first; files of daemons that
-/// are gone are removed.
-pub fn daemons(data_dir: &Path) -> Vec<HttpDaemon> {
-    let dir = data_dir.join(ADDRESS_DIR);
-    let mut out: Vec<(std::time::SystemTime, HttpDaemon)> = Vec::new();
-    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-        let path = e.path();
-        if path.extension().is_none_or(|x| x != "json") {
-            continue;
-        }
-        let v: Option<Value> = hooks_platform::files::read_regular(
-            &path,
-            hooks_platform::files::ReadLimit::bytes(4096),
-        )
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
-        let Some(v) = v else { continue };
-        let pid = v["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
-        let live = match (pid, v["procStart"].as_u64()) {
-            (Some(pid), Some(start)) => hooks_platform::process::is_alive(pid, start),
-            (Some(pid), None) => hooks_platform::process::exists(pid),
-            _ => false,
-        };
-        match (pid, v["url"].as_str(), live) {
-            (Some(pid), Some(url), true) => {
-                let when = e
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .unwrap_or(std::time::UNIX_EPOCH);
-                out.push((
-                    when,
-                    HttpDaemon {
-                        url: url.to_owned(),
-                        addr: v["addr"].as_str().unwrap_or_default().to_owned(),
-                        pid,
-                    },
-                ));
-            }
-            _ => {
-                let _ = std::fs::remove_file(&path);
-            }
-        }
-    }
-    out.sort_by_key(|d| std::cmp::Reverse(d.0));
-    out.into_iter().map(|(_, d)| d).collect()
 }
 
 /// The most connections served at once; one more is closed at once. Well under the
@@ -1350,9 +1258,4 @@ fn skip_label(why: &hooks_core::decide::SkipReason) -> &'static str {
         R::AlreadyPending => "already_pending",
         R::HookDeleted => "hook_deleted",
     }
-}
-
-/// Where the newest live daemon of the data folder serves HTTP.
-pub fn running_url(data_dir: &Path) -> Option<String> {
-    daemons(data_dir).into_iter().next().map(|d| d.url)
 }

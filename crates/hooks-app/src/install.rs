@@ -446,7 +446,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
         Transport::Command => None,
         Transport::Http => Some(match &a.http_url {
             Some(u) => u.clone(),
-            None => crate::http::running_url(&ctx.data_dir).ok_or_else(|| {
+            None => crate::ondemand::http_url(&ctx.data_dir).ok_or_else(|| {
                 AppError::invalid(
                     "httpUrl: --transport http needs --http-url URL, or a daemon running with --http to take it from",
                 )
@@ -714,24 +714,96 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     if apply(&s, after, a.dry_run, "uninstalled")? {
         record.set(&path, None)?;
     }
-    if a.daemon == Some(DaemonMode::Service) {
-        let unit = crate::ondemand::unit_path();
-        if unit.exists() {
-            println!(
-                "turn the service off first if it runs: {}",
-                crate::ondemand::disable_command(&unit)
-            );
-            if a.dry_run {
-                println!("would remove {}", unit.display());
-            } else {
-                std::fs::remove_file(&unit).map_err(|e| {
-                    AppError::runtime(format!("could not remove {}: {e}", unit.display()))
-                })?;
-                println!("{}: removed", unit.display());
-            }
-        }
+    let still = installed_in(ctx);
+    if !still.is_empty() {
+        println!(
+            "the hook is still installed in {}: the daemon and the data folder stay",
+            still
+                .iter()
+                .map(|(p, _)| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(());
     }
+    let cfg = crate::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let unit = crate::ondemand::unit_path();
+    let service =
+        (a.daemon == Some(DaemonMode::Service) || cfg.mode == DaemonMode::Service) && unit.exists();
+    if service {
+        stop_service(&unit, a.dry_run)?;
+    }
+    if a.dry_run {
+        return Ok(());
+    }
+    if cfg.mode == DaemonMode::OnDemand {
+        // Nothing will start it again: the hook that did is gone.
+        crate::ondemand::DaemonConfig {
+            mode: DaemonMode::None,
+            ..cfg
+        }
+        .write(&ctx.data_dir)?;
+    }
+    for pid in crate::ondemand::stop_on_demand(&ctx.data_dir) {
+        println!("stopped the on-demand daemon (pid {pid})");
+    }
+    left_behind(ctx);
     Ok(())
+}
+
+/// Turns the service off (best effort, with the command to run where that fails) and
+/// removes its unit file.
+fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
+    let off = crate::ondemand::disable_command(unit);
+    if dry_run {
+        println!("would run `{off}` and remove {}", unit.display());
+        return Ok(());
+    }
+    let mut words = off.split_whitespace();
+    let ran = words.next().map(|program| {
+        std::process::Command::new(program)
+            .args(words)
+            .stdin(std::process::Stdio::null())
+            .output()
+    });
+    match ran {
+        Some(Ok(o)) if o.status.success() => println!("turned the service off: {off}"),
+        Some(Ok(o)) => println!(
+            "could not turn the service off ({}): run `{off}` yourself",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        _ => println!("could not run `{off}`: run it yourself if the service runs"),
+    }
+    std::fs::remove_file(unit)
+        .map_err(|e| AppError::runtime(format!("could not remove {}: {e}", unit.display())))?;
+    println!("{}: removed", unit.display());
+    Ok(())
+}
+
+/// Says what uninstall leaves, and how to remove it.
+fn left_behind(ctx: &Context) {
+    if ctx.data_dir.is_dir() {
+        println!(
+            "left: the data folder {} (hooks, queue, run log); remove it with: rm -r {}",
+            ctx.data_dir.display(),
+            crate::context::shell_quote(&ctx.data_dir.to_string_lossy())
+        );
+    }
+    let prompts = ctx.workspace.join(hooks_core::PROMPT_DIR);
+    let files: Vec<String> = std::fs::read_dir(&prompts)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    if !files.is_empty() {
+        println!(
+            "left: the prompt files in {} ({}); they are yours to keep or delete",
+            prompts.display(),
+            files.join(", ")
+        );
+    }
 }
 
 /// Where this app's hook is installed: the settings files that have one of its entries.

@@ -8,6 +8,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -203,7 +204,8 @@ impl Drop for Registration {
     }
 }
 
-pub fn register(data_dir: &Path, on_demand: bool) -> Option<Registration> {
+/// Registers this daemon, with the URL it serves HTTP at, if it does.
+pub fn register(data_dir: &Path, on_demand: bool, http: Option<&str>) -> Option<Registration> {
     let me = hooks_meta::live::this_process()?;
     let dir = data_dir.join("daemons");
     context::create_private_dir(&dir).ok()?;
@@ -214,30 +216,92 @@ pub fn register(data_dir: &Path, on_demand: bool) -> Option<Registration> {
         "startedAt": hooks_core::stamp::format(time::OffsetDateTime::now_utc()),
         "mode": if on_demand { "on-demand" } else { "serve" },
         "log": on_demand.then(|| data_dir.join(LOG_FILE)),
+        "http": http,
     });
+    // The single address file of earlier versions: the registrations say it now.
+    let _ = std::fs::remove_file(data_dir.join("http.json"));
     context::write_private(&path, &v.to_string()).ok()?;
     Some(Registration(path))
 }
 
-/// The daemons running on this data folder now, as they registered; stale entries (a
-/// daemon killed) are passed over.
+/// The daemons running on this data folder now, as they registered; the entry of a daemon
+/// that is gone (killed) is removed.
 pub fn running(data_dir: &Path) -> Vec<Value> {
     let Ok(rd) = std::fs::read_dir(data_dir.join("daemons")) else {
         return Vec::new();
     };
-    let mut out: Vec<Value> = rd
-        .flatten()
-        .filter_map(|e| serde_json::from_slice::<Value>(&std::fs::read(e.path()).ok()?).ok())
-        .filter(|v| {
-            let (Some(pid), Some(start)) = (v["pid"].as_u64(), v["procStart"].as_u64()) else {
-                return false;
-            };
-            u32::try_from(pid)
-                .is_ok_and(|pid| hooks_meta::live::is_alive(&hooks_core::ProcessRef { pid, start }))
-        })
-        .collect();
+    let mut out: Vec<Value> = Vec::new();
+    for e in rd.flatten() {
+        let path = e.path();
+        if path.extension().is_none_or(|x| x != "json") {
+            continue;
+        }
+        let Some(v) = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        else {
+            continue;
+        };
+        let live = match (v["pid"].as_u64(), v["procStart"].as_u64()) {
+            (Some(pid), Some(start)) => u32::try_from(pid).is_ok_and(|pid| {
+                hooks_meta::live::is_alive(&hooks_core::ProcessRef { pid, start })
+            }),
+            _ => false,
+        };
+        if live {
+            out.push(v);
+        } else {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
     out.sort_by_key(|v| v["pid"].as_u64());
     out
+}
+
+/// Stops the data folder's on-demand daemons (SIGTERM: each finishes or hands back what it
+/// runs) and waits up to ten seconds for them to go. Returns the pids it stopped.
+pub fn stop_on_demand(data_dir: &Path) -> Vec<u32> {
+    let mut stopped = Vec::new();
+    for d in running(data_dir) {
+        let (Some(pid), Some(start)) = (
+            d["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
+            d["procStart"].as_u64(),
+        ) else {
+            continue;
+        };
+        if d["mode"] != "on-demand" || pid == std::process::id() {
+            continue;
+        }
+        let me = hooks_core::ProcessRef { pid, start };
+        // The very process that registered: a pid reused since is another's.
+        if !hooks_meta::live::is_alive(&me) {
+            continue;
+        }
+        // SAFETY: kill(2) with SIGTERM on a pid checked just above to be the daemon that
+        // registered itself (pid and start time).
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGTERM);
+        }
+        let t = std::time::Instant::now();
+        while hooks_meta::live::is_alive(&me) && t.elapsed() < Duration::from_secs(10) {
+            // Waiting on another process's exit: there is nothing to block on.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stopped.push(pid);
+    }
+    stopped
+}
+
+/// Where the newest live daemon of the data folder serves HTTP, if one does.
+pub fn http_url(data_dir: &Path) -> Option<String> {
+    let mut serving: Vec<Value> = running(data_dir)
+        .into_iter()
+        .filter(|d| d["http"].is_string())
+        .collect();
+    serving.sort_by(|a, b| b["startedAt"].as_str().cmp(&a["startedAt"].as_str()));
+    serving
+        .first()
+        .and_then(|d| d["http"].as_str().map(str::to_owned))
 }
 
 /// Where the service unit goes on this system, and the commands that turn it on and off.
