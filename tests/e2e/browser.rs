@@ -1,7 +1,9 @@
 //! The page in headless Chromium (Debian's), driven by Playwright: log in with the
 //! one-time link, disable a hook with its toggle and see the button and the store change,
 //! submit an invalid delay and see the error at the field, and see a run appear by itself
-//! after a follow-up fired. The screenshot is kept in target/browser/page.png.
+//! after a follow-up fired, with its start time and a link to its session's lookup; on a
+//! phone's width nothing scrolls sideways. Screenshots at 1280 and 390 px are kept in
+//! target/browser/ (the ones in docs/ are copies of them).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
@@ -18,14 +20,17 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
     app.post_task_at_once();
     let d = Served::start(&app, &[], &[]);
     let login = app.ok(&["open", "--no-browser"]).trim().to_owned();
-    let shot = hooks_testkit::workspace_root().join("target/browser/page.png");
+    let shot = hooks_testkit::workspace_root().join("target/browser/page-1280.png");
+    let phone = hooks_testkit::workspace_root().join("target/browser/page-390.png");
     std::fs::create_dir_all(shot.parent().unwrap()).unwrap();
     let _ = std::fs::remove_file(&shot);
+    let _ = std::fs::remove_file(&phone);
     let script =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/browser/page.cjs");
     let mut node = hooks_testkit::browser::node(&script)
         .env("LOGIN_URL", &login)
         .env("SCREENSHOT", &shot)
+        .env("SCREENSHOT_PHONE", &phone)
         .env("RUN_SESSION", "b-run-1")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -87,6 +92,24 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
         "{v}"
     );
     assert!(v["chip"].as_str().unwrap().starts_with("ok"), "{v}");
+    // Its start time, relative, with the absolute time on hover; its session links to
+    // the lookup.
+    assert!(v["started"].as_str().unwrap().ends_with(" ago"), "{v}");
+    let run = &app.runs()[0];
+    assert_eq!(v["startedTitle"], run["startedAt"], "{v}");
+    assert_eq!(v["sessionHref"], "/?session=b-run-1#lookup");
+    let v = next();
+    assert_eq!(v["step"], "lookup", "{v}");
+    let (scroll, inner) = (v["widths"][0].as_u64(), v["widths"][1].as_u64());
+    assert!(scroll <= inner, "nothing scrolls sideways at 390 px: {v}");
+    let lookup = v["lookup"].as_str().unwrap();
+    assert!(
+        lookup.contains("session b-run-1")
+            && lookup.contains("post-task at ")
+            && lookup.contains(": ok")
+            && !lookup.contains('{'),
+        "the lookup reads like the CLI's: {lookup}"
+    );
     assert_eq!(next()["step"], "done");
     let out = node.wait_with_output().unwrap();
     assert!(
@@ -94,10 +117,12 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        std::fs::metadata(&shot).is_ok_and(|m| m.len() > 1000),
-        "a screenshot at {}",
-        shot.display()
-    );
+    for p in [&shot, &phone] {
+        assert!(
+            std::fs::metadata(p).is_ok_and(|m| m.len() > 1000),
+            "a screenshot at {}",
+            p.display()
+        );
+    }
     d.stop();
 }

@@ -470,7 +470,7 @@ fn form(d: &Served, cookie: &str, path: &str, body: &str) -> Resp {
 
 /// The CSRF token the page's forms carry.
 pub fn page_csrf(page: &str) -> String {
-    page.split("name=csrf value=\"")
+    page.split("name=\"csrf\" value=\"")
         .nth(1)
         .and_then(|rest| rest.split('"').next())
         .expect("a form with the page's token")
@@ -622,7 +622,10 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         None,
     );
     assert!(
-        p.body.contains("id=session") && p.body.contains("s-look"),
+        p.body.contains("id=\"session\"")
+            && p.body.contains("s-look")
+            && p.body.contains("not open in any claude process")
+            && !p.body.contains("{\""),
         "{}",
         p.body
     );

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+use maud::{Markup, PreEscaped};
 use std::sync::atomic::Ordering;
 
 use hooks_core::*;
@@ -46,67 +48,97 @@ pub fn url_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Text for HTML.
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:12px;color:#1b1f24}\
 h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin:1.4em 0 .4em}\
 table{border-collapse:collapse;width:100%;font-size:.92em}td,th{text-align:left;padding:4px 6px;border-bottom:1px solid #e3e6ea;vertical-align:top}\
 .chip{display:inline-block;border-radius:10px;padding:0 8px;font-size:.85em;white-space:nowrap}.ok{background:#d7f5dd;color:#0b5d1e}\
 .error{background:#fde2e1;color:#8a1c13}.skipped{background:#fff0c2;color:#6b4d00}.none{background:#eceff3;color:#444}\
 .why{color:#555;font-size:.85em}.err{color:#b3261e;font-size:.85em;display:block}\
-form.inline{display:inline}input[type=text],input[type=number]{width:7em}details{margin:.2em 0}\
-.muted{color:#666}.wrap{overflow-x:auto}@media(max-width:640px){td,th{padding:3px}.hide-s{display:none}}";
+form.inline{display:inline}details{margin:.2em 0}\
+form.edit{display:grid;grid-template-columns:repeat(auto-fit,minmax(14em,1fr));gap:.5em 1em;margin:.4em 0}\
+form.edit label{display:flex;flex-direction:column;font-size:.9em}form.edit input{width:100%;box-sizing:border-box;font:inherit;padding:3px}\
+form.edit button{justify-self:start;align-self:end}\
+.muted{color:#666}.num{text-align:right;white-space:nowrap}code{font-size:.92em}\
+.sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}\
+svg text{font-size:10px;fill:#555}#chart{max-width:720px;display:block}\
+@media(max-width:640px){body{padding:8px}table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%;box-sizing:border-box}\
+table.stack tr:first-child{display:none}table.stack tr{border-bottom:1px solid #d5d9de;padding:4px 0}table.stack td{border:0;padding:1px 4px}\
+table.stack td[data-label]::before{content:attr(data-label) ': ';color:#666}table.stack td.num{text-align:left}\
+svg text{font-size:15px}.hide-s{display:none}}input{box-sizing:border-box}";
 
-fn html(title: &str, body: &str) -> String {
-    format!(
-        "<!doctype html><html lang=en><head><meta charset=utf-8><meta name=viewport content=\"width=device-width,initial-scale=1\"><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>",
-        esc(title)
-    )
+/// A whole page around `body`.
+fn html(title: &str, body: Markup) -> String {
+    maud::html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width,initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body { (body) }
+        }
+    }
+    .into_string()
 }
 
 pub fn message_page(text: &str) -> String {
-    html(
-        "hooks-app",
-        &format!("<h1>hooks-app</h1><p>{}</p>", esc(text)),
-    )
+    html("hooks-app", maud::html! { h1 { "hooks-app" } p { (text) } })
 }
 
 pub fn login_needed() -> Response<Full<Bytes>> {
     respond(
         StatusCode::UNAUTHORIZED,
         "text/html; charset=utf-8",
-        message_page("Log in with the one-time link `hooks-app open` prints."),
+        html(
+            "hooks-app",
+            maud::html! {
+                h1 { "hooks-app" }
+                p { "Log in with the one-time link " code { "hooks-app open" } " prints." }
+            },
+        ),
     )
 }
 
+/// `n thing` or `n things`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// A session id short enough for a phone, whole on hover, linking to its lookup.
+fn session_link(id: &str) -> Markup {
+    let short: String = id.chars().take(8).collect();
+    maud::html! {
+        a href={ "/?session=" (id) "#lookup" } title=(id) data-session=(id) {
+            (short) @if short.len() < id.len() { "…" }
+        }
+    }
+}
+
+/// A time as "3m 20s ago", the absolute time on hover.
+fn when(t: stamp::Timestamp, now: stamp::Timestamp) -> Markup {
+    let abs = stamp::format(t);
+    maud::html! { time datetime=(abs) title=(abs) { (span((t - now).whole_seconds())) } }
+}
+
+/// Milliseconds as seconds with one decimal.
+fn secs(ms: i128) -> String {
+    format!("{:.1} s", ms as f64 / 1000.0)
+}
+
 /// What the page shows of a status: its chip, and why.
-fn chip(status: Option<&Status>) -> String {
-    match status {
-        None => "<span class=\"chip none\">never ran</span>".into(),
-        Some(Status::Ok) => "<span class=\"chip ok\">ok</span>".into(),
-        Some(Status::Error(why)) => format!(
-            "<span class=\"chip error\">error</span> <span class=why>{}</span>",
-            esc(why)
-        ),
-        Some(Status::Skipped(why)) => format!(
-            "<span class=\"chip skipped\">skipped</span> <span class=why>{}</span>",
-            esc(why)
-        ),
-        Some(Status::Other(s)) => format!("<span class=\"chip none\">{}</span>", esc(s)),
+fn chip(status: Option<&Status>) -> Markup {
+    let (class, word, why) = match status {
+        None => ("none", "never ran", None),
+        Some(Status::Ok) => ("ok", "ok", None),
+        Some(Status::Error(why)) => ("error", "error", Some(why)),
+        Some(Status::Skipped(why)) => ("skipped", "skipped", Some(why)),
+        Some(Status::Other(s)) => ("none", s.as_str(), None),
+    };
+    maud::html! {
+        span class={ "chip " (class) } { (word) }
+        @if let Some(why) = why { " " span.why { (why) } }
     }
 }
 
@@ -144,218 +176,102 @@ pub async fn page(
     let now = s.svc.now();
     let snap = s.store.snapshot().await?;
     let runs = s.store.runs(&RunFilter::default()).await?;
-    let mut b = String::new();
-    let _ = write!(
-        b,
-        "<h1>hooks-app</h1><p class=muted>store {} · {} hook(s) · {} pending · {} run(s) in the log · this page follows the store</p>",
-        esc(&s.store.signals.location()),
-        snap.hooks.len(),
-        snap.pending.len(),
-        runs.len()
-    );
-    if !csrf.is_empty() {
-        let _ = write!(
-            b,
-            "<form class=inline method=post action=\"/logout\"><input type=hidden name=csrf value=\"{}\"><button>Log out</button></form>",
-            esc(&csrf)
-        );
-    }
-    // Hooks.
-    b.push_str("<h2>Hooks</h2><div class=wrap><table><tr><th>hook</th><th>status</th><th>delay</th><th class=hide-s>caps</th><th>on</th></tr>");
     let no_errors = FieldErrors::new();
     let (errs, given) = errors.map_or((&no_errors, &Value::Null), |(e, g)| (e, g));
-    for h in &snap.hooks {
-        let id = esc(h.id.as_str());
-        let err = |f: &str| {
-            errs.get(&(h.id.to_string(), f.to_owned()))
-                .map(|r| {
-                    format!(
-                        "<span class=err role=alert data-field=\"{f}\">{}</span>",
-                        esc(r)
-                    )
-                })
-                .unwrap_or_default()
-        };
-        // A refused form keeps what was typed.
-        let val = |f: &str, current: String| -> String {
-            if errs.keys().any(|(hid, _)| hid == h.id.as_str()) {
-                given
-                    .get(f)
-                    .and_then(Value::as_str)
-                    .map_or(current, str::to_owned)
-            } else {
-                current
-            }
-        };
-        let caps = format!(
-            "{}{}",
-            if h.max_context.k() == 0 {
-                "no context cap".to_owned()
-            } else {
-                format!("context ≤ {}k", h.max_context.k())
-            },
-            h.max_cost
-                .usd()
-                .map(|c| format!(", cost ≤ {}", crate::doctor::usd(c)))
-                .unwrap_or_default()
-        );
-        let open = errs.keys().any(|(hid, _)| hid == h.id.as_str());
-        let _ = write!(
-            b,
-            "<tr id=\"hook-{id}\"><td><b>{}</b><br><span class=muted>{id}</span></td><td data-status>{}</td><td>{}s</td><td class=hide-s>{}</td>\
-             <td><form class=inline method=post action=\"/ui/hooks/{id}/toggle\"><input type=hidden name=csrf value=\"{csrf}\">\
-             <button type=submit name=toggle data-enabled=\"{}\">{}</button></form></td></tr>\
-             <tr><td colspan=5><details{}><summary>edit</summary><form method=post action=\"/ui/hooks/{id}/edit\">\
-             <input type=hidden name=csrf value=\"{csrf}\">\
-             <label>name <input type=text name=name value=\"{}\"></label>{}\
-             <label> delay (s) <input type=text name=delaySeconds value=\"{}\"></label>{}\
-             <label> max context (k) <input type=text name=maxContextK value=\"{}\"></label>{}\
-             <label> max cost (USD) <input type=text name=maxCostUsd value=\"{}\"></label>{}\
-             <label> prompt file <input type=text name=promptFile style=\"width:18em\" value=\"{}\"></label>{}\
-             <button type=submit>save</button></form></details></td></tr>",
-            esc(&h.name),
-            chip(h.last_status.as_ref()),
-            h.delay.seconds(),
-            esc(&caps),
-            h.enabled,
-            if h.enabled { "disable" } else { "enable" },
-            if open { " open" } else { "" },
-            esc(&val("name", h.name.clone())),
-            err("name"),
-            esc(&val("delaySeconds", h.delay.seconds().to_string())),
-            err("delaySeconds"),
-            esc(&val("maxContextK", h.max_context.k().to_string())),
-            err("maxContextK"),
-            esc(&val(
-                "maxCostUsd",
-                h.max_cost.usd().map_or("0".into(), |c| c.to_string())
-            )),
-            err("maxCostUsd"),
-            esc(&val("promptFile", h.prompt_file.to_string())),
-            err("promptFile"),
-        );
-    }
-    b.push_str("</table></div>");
-    // The queue.
-    b.push_str("<h2>Queue</h2>");
-    if snap.pending.is_empty() {
-        b.push_str("<p class=muted>nothing queued</p>");
-    } else {
-        b.push_str("<div class=wrap><table><tr><th>hook</th><th>session</th><th>due</th><th>retries</th><th>state</th></tr>");
-        for p in snap.pending.iter().take(200) {
-            let due = match p.gives_up_at() {
-                Some(t) => format!(
-                    "when closed (gives up in {})",
-                    span((t - now).whole_seconds())
-                ),
-                None => p
-                    .due_at
-                    .time()
-                    .map_or_else(|| p.due_at.to_string(), |t| span((t - now).whole_seconds())),
-            };
-            let state = match (&p.claim, &p.waiting) {
-                (Some(c), _) if c.expires_at > now => {
-                    format!("running or starting: claimed by {}", esc(&c.owner))
-                }
-                (_, Some(w)) if w.open => {
-                    format!("waits until the conversation is closed: {}", esc(&w.reason))
-                }
-                (_, Some(w)) => format!("waits: {}", esc(&w.reason)),
-                _ if p.due_at.is_due(now) => "due".into(),
-                _ => "waits for its delay".into(),
-            };
-            let _ = write!(
-                b,
-                "<tr><td>{}</td><td>{}</td><td>{due}</td><td>{}</td><td>{state}</td></tr>",
-                esc(p.hook_id.as_str()),
-                esc(p.session_id.as_str()),
-                p.retries
-            );
-        }
-        b.push_str("</table></div>");
-    }
-    // Recent runs.
-    b.push_str("<h2>Recent runs</h2>");
-    if runs.is_empty() {
-        b.push_str("<p class=muted>no runs yet</p>");
-    } else {
-        b.push_str("<div class=wrap><table id=runs><tr><th>hook</th><th>session</th><th>status</th><th>COMPLETED</th><th>cost</th><th class=hide-s>tokens</th><th class=hide-s>duration</th></tr>");
-        for r in runs.iter().rev().take(50) {
-            let o = &r.outcome;
-            let tokens = o.usage.map(|u| {
-                [
-                    u.input_tokens,
-                    u.cache_creation_input_tokens,
-                    u.cache_read_input_tokens,
-                    u.output_tokens,
-                ]
-                .iter()
-                .flatten()
-                .sum::<u64>()
-            });
-            let status = if r.finished_at.is_none() && o.status.is_none() {
-                "<span class=\"chip none\">running</span>".to_owned()
-            } else {
-                chip(Some(&o.status()))
-            };
-            let _ = write!(
-                b,
-                "<tr><td>{}</td><td>{}</td><td>{status}</td><td>{}</td><td>{}</td><td class=hide-s>{}</td><td class=hide-s>{}</td></tr>",
-                esc(r.hook_id.as_str()),
-                esc(r.session_id.as_str()),
-                match o.completed {
-                    Some(true) => "yes",
-                    Some(false) => "no",
-                    None => "–",
-                },
-                o.cost_usd.map_or("–".into(), crate::doctor::usd),
-                tokens.map_or("–".into(), |t| t.to_string()),
-                o.duration_ms
-                    .map_or("–".into(), |d| format!("{:.1} s", d as f64 / 1000.0)),
-            );
-        }
-        b.push_str("</table></div>");
-    }
-    b.push_str(&chart(&runs, now));
-    // Session lookup.
     let asked = q
         .iter()
         .find(|(k, _)| k == "session")
-        .map(|(_, v)| v.trim().to_owned());
-    let _ = write!(
-        b,
-        "<h2>Why was a conversation followed up, or not?</h2><form method=get action=\"/\"><input type=text name=session style=\"width:22em\" placeholder=\"session id\" value=\"{}\"> <button type=submit>look up</button></form>",
-        esc(asked.as_deref().unwrap_or(""))
-    );
-    if let Some(sid) = asked.filter(|a| !a.is_empty()) {
-        match crate::commands::resolve_session(s.meta.as_ref(), &s.store, &sid).await {
-            Err(e) => {
-                let _ = write!(
-                    b,
-                    "<p class=err>{}</p>",
-                    esc(&crate::AppError::from(e).message)
-                );
-            }
-            Ok(sid) => {
-                let (v, facts, pending) =
-                    crate::commands::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid).await?;
-                b.push_str("<table id=session>");
-                let now = s.svc.now();
-                for (label, text) in crate::commands::session_lines(&v, &facts, &pending, now) {
-                    let _ = write!(b, "<tr><th>{}</th><td>{}</td></tr>", esc(label), esc(&text));
+        .map(|(_, v)| v.trim().to_owned())
+        .filter(|a| !a.is_empty());
+    let lookup = match &asked {
+        None => None,
+        Some(sid) => Some(
+            match crate::commands::resolve_session(s.meta.as_ref(), &s.store, sid).await {
+                Err(e) => Err(crate::AppError::from(e).message),
+                Ok(sid) => {
+                    let (v, facts, pending) =
+                        crate::commands::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid)
+                            .await?;
+                    Ok(crate::commands::session_lines(&v, &facts, &pending, now))
                 }
-                b.push_str("</table>");
+            },
+        ),
+    };
+    let version = version(s).await?;
+    let body = maud::html! {
+        h1 { "hooks-app" }
+        p.muted {
+            "store " (s.store.signals.location()) " · "
+            (count(snap.hooks.len(), "hook", "hooks")) " · "
+            (snap.pending.len()) " pending · "
+            (count(runs.len(), "run", "runs")) " in the log · this page follows the store · v"
+            (env!("CARGO_PKG_VERSION"))
+        }
+        @if !csrf.is_empty() {
+            form.inline method="post" action="/logout" {
+                input type="hidden" name="csrf" value=(csrf);
+                button { "Log out" }
             }
         }
-    }
-    // Follow the store: reload when it changed, unless someone is typing.
-    let version = version(s).await?;
-    let _ = write!(
-        b,
-        "<script>(function(){{var v={};setInterval(function(){{var a=document.activeElement;if(a&&a.form)return;\
-         fetch('/api/v1/version',{{credentials:'same-origin'}}).then(function(r){{return r.json()}}).then(function(j){{if(j.version!==v)location.reload()}}).catch(function(){{}})}},2000)}})()</script>",
-        serde_json::to_string(&version).unwrap_or_else(|_| "\"\"".into())
-    );
+        h2 { "Hooks" }
+        table.stack {
+            tr { th { "hook" } th { "status" } th { "delay" } th { "caps" } th { "on" } }
+            @for h in &snap.hooks {
+                (hook_rows(h, &csrf, errs, given))
+            }
+        }
+        h2 { "Queue" }
+        @if snap.pending.is_empty() {
+            p.muted { "nothing queued" }
+        } @else {
+            table.stack #queue {
+                tr { th { "hook" } th { "session" } th { "due" } th { "retries" } th { "state" } }
+                @for p in snap.pending.iter().take(200) {
+                    (queue_row(p, now))
+                }
+            }
+        }
+        h2 { "Recent runs" }
+        @if runs.is_empty() {
+            p.muted { "no runs yet" }
+        } @else {
+            table.stack #runs {
+                tr {
+                    th { "started" } th { "hook" } th { "session" } th { "status" } th { "completed" }
+                    th.num { "took" } th.num { "API time" } th.num { "cost" } th.num { "tokens" }
+                }
+                @for r in runs.iter().rev().take(50) {
+                    (run_row(r, now))
+                }
+            }
+        }
+        (chart(&runs, now))
+        h2 #lookup { "Why was a conversation followed up, or not?" }
+        form method="get" action="/#lookup" {
+            label.sr for="session-id" { "session id" }
+            input #session-id type="text" name="session" placeholder="session id (or its first 8 characters)"
+                value=(asked.as_deref().unwrap_or("")) style="width:min(28em,100%)";
+            " "
+            button type="submit" { "look up" }
+        }
+        @match &lookup {
+            None => {}
+            Some(Err(why)) => p.err role="alert" { (why) },
+            Some(Ok(lines)) => table #session {
+                @for (label, text) in lines {
+                    tr { th { (label) } td { (text) } }
+                }
+            },
+        }
+        // Follow the store: reload when it changed, unless someone is typing.
+        script {
+            (PreEscaped(format!(
+                "(function(){{var v={};setInterval(function(){{var a=document.activeElement;if(a&&a.form)return;\
+                 fetch('/api/v1/version',{{credentials:'same-origin'}}).then(function(r){{return r.json()}}).then(function(j){{if(j.version!==v)location.reload()}}).catch(function(){{}})}},2000)}})()",
+                serde_json::to_string(&version).unwrap_or_else(|_| "\"\"".into())
+            )))
+        }
+    };
     let status = if errors.is_some() {
         StatusCode::BAD_REQUEST
     } else {
@@ -364,18 +280,156 @@ pub async fn page(
     Ok(respond(
         status,
         "text/html; charset=utf-8",
-        html("hooks-app", &b),
+        html("hooks-app", body),
     ))
 }
 
-/// The last 30 days' cost and runs per day (UTC), as an inline SVG bar chart.
-fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> String {
+/// A hook's row and, below it, its edit form (open when the form was refused).
+fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup {
+    let id = h.id.as_str();
+    let refused = errs.keys().any(|(hid, _)| hid == id);
+    let err = |f: &str| -> Markup {
+        maud::html! {
+            @if let Some(r) = errs.get(&(id.to_owned(), f.to_owned())) {
+                span.err role="alert" data-field=(f) { (r) }
+            }
+        }
+    };
+    // A refused form keeps what was typed.
+    let val = |f: &str, current: String| -> String {
+        if refused {
+            given
+                .get(f)
+                .and_then(Value::as_str)
+                .map_or(current, str::to_owned)
+        } else {
+            current
+        }
+    };
+    let caps = format!(
+        "{}{}",
+        if h.max_context.k() == 0 {
+            "no context cap".to_owned()
+        } else {
+            format!("context ≤ {}k", h.max_context.k())
+        },
+        h.max_cost
+            .usd()
+            .map(|c| format!(", cost ≤ {}", crate::doctor::usd(c)))
+            .unwrap_or_default()
+    );
+    let field = |name: &str, label: &str, value: String| -> Markup {
+        maud::html! {
+            label { (label) input type="text" name=(name) value=(val(name, value)); (err(name)) }
+        }
+    };
+    maud::html! {
+        tr id={ "hook-" (id) } {
+            td data-label="hook" { b { (h.name) } br; span.muted { (id) } }
+            td data-label="status" data-status { (chip(h.last_status.as_ref())) }
+            td data-label="delay" { (h.delay.seconds()) " s" }
+            td data-label="caps" { (caps) }
+            td {
+                form.inline method="post" action={ "/ui/hooks/" (id) "/toggle" } {
+                    input type="hidden" name="csrf" value=(csrf);
+                    button type="submit" name="toggle" data-enabled=(h.enabled) {
+                        @if h.enabled { "disable" } @else { "enable" }
+                    }
+                }
+            }
+        }
+        tr {
+            td colspan="5" {
+                details open[refused] {
+                    summary { "edit" }
+                    form.edit method="post" action={ "/ui/hooks/" (id) "/edit" } {
+                        input type="hidden" name="csrf" value=(csrf);
+                        (field("name", "name", h.name.clone()))
+                        (field("delaySeconds", "delay (s)", h.delay.seconds().to_string()))
+                        (field("maxContextK", "max context (k)", h.max_context.k().to_string()))
+                        (field("maxCostUsd", "max cost (USD)", h.max_cost.usd().map_or("0".into(), |c| c.to_string())))
+                        (field("promptFile", "prompt file", h.prompt_file.to_string()))
+                        button type="submit" { "save" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn queue_row(p: &PendingEntry, now: stamp::Timestamp) -> Markup {
+    let due = match p.gives_up_at() {
+        Some(t) => format!("when closed (gives up {})", span((t - now).whole_seconds())),
+        None => p
+            .due_at
+            .time()
+            .map_or_else(|| p.due_at.to_string(), |t| span((t - now).whole_seconds())),
+    };
+    let state = match (&p.claim, &p.waiting) {
+        (Some(c), _) if c.expires_at > now => {
+            format!("running or starting: claimed by {}", c.owner)
+        }
+        (_, Some(w)) if w.open => format!("waits until the conversation is closed: {}", w.reason),
+        (_, Some(w)) => format!("waits: {}", w.reason),
+        _ if p.due_at.is_due(now) => "due".into(),
+        _ => "waits for its delay".into(),
+    };
+    maud::html! {
+        tr {
+            td data-label="hook" { (p.hook_id) }
+            td data-label="session" { (session_link(p.session_id.as_str())) }
+            td data-label="due" { (due) }
+            td data-label="retries" { (p.retries) }
+            td data-label="state" { (state) }
+        }
+    }
+}
+
+fn run_row(r: &RunRecord, now: stamp::Timestamp) -> Markup {
+    let o = &r.outcome;
+    let tokens = o.usage.map(|u| {
+        [
+            u.input_tokens,
+            u.cache_creation_input_tokens,
+            u.cache_read_input_tokens,
+            u.output_tokens,
+        ]
+        .iter()
+        .flatten()
+        .sum::<u64>()
+    });
+    let status = if r.finished_at.is_none() && o.status.is_none() {
+        chip(Some(&Status::Other("running".into())))
+    } else {
+        chip(Some(&o.status()))
+    };
+    let dash = "–".to_owned();
+    maud::html! {
+        tr {
+            td data-label="started" { (when(r.started_at, now)) }
+            td data-label="hook" { (r.hook_id) }
+            td data-label="session" { (session_link(r.session_id.as_str())) }
+            td data-label="status" { (status) }
+            td data-label="completed" {
+                @match o.completed { Some(true) => "yes", Some(false) => "no", None => "–" }
+            }
+            td.num data-label="took" { (r.took().map_or(dash.clone(), |d| secs(d.whole_milliseconds()))) }
+            td.num data-label="API time" { (o.duration_ms.map_or(dash.clone(), |d| secs(i128::from(d)))) }
+            td.num data-label="cost" { (o.cost_usd.map_or(dash.clone(), crate::doctor::usd)) }
+            td.num data-label="tokens" { (tokens.map_or(dash, |t| t.to_string())) }
+        }
+    }
+}
+
+/// The last 30 days' cost and runs per day (UTC): an SVG bar chart with a y-axis and each
+/// day's figures on hover, and the same figures as a table for screen readers.
+fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
     let today = now.date();
-    let mut days: BTreeMap<time::Date, (f64, u32)> = BTreeMap::new();
+    let mut days: BTreeMap<time::Date, (f64, usize)> = BTreeMap::new();
     for i in 0..30 {
         days.insert(today - time::Duration::days(i), (0.0, 0));
     }
-    for r in runs {
+    for r in runs.iter().filter(|r| r.started()) {
         if let Some(d) = days.get_mut(&r.started_at.to_offset(time::UtcOffset::UTC).date()) {
             d.0 += r.outcome.cost_usd.unwrap_or(0.0);
             d.1 += 1;
@@ -383,33 +437,54 @@ fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> String {
     }
     let max = days.values().map(|d| d.0).fold(0.0_f64, f64::max);
     let total: f64 = days.values().map(|d| d.0).sum();
-    let count: u32 = days.values().map(|d| d.1).sum();
-    let (w, h) = (600.0, 120.0);
-    let bw = w / 30.0;
-    let mut svg = format!(
-        "<h2>Last 30 days</h2><p class=muted>{count} run(s), {} in all (UTC days)</p><svg id=chart viewBox=\"0 0 {w} {}\" width=\"100%\" role=img aria-label=\"cost per day\">",
-        crate::doctor::usd(total),
-        h + 14.0
-    );
-    for (i, (day, (cost, n))) in days.iter().enumerate() {
-        let bh = if max > 0.0 { cost / max * h } else { 0.0 };
-        let _ = write!(
-            svg,
-            "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{bh:.1}\" fill=\"#4a78c2\"><title>{day}: {} over {n} run(s)</title></rect>",
-            i as f64 * bw + 1.0,
-            h - bh,
-            bw - 2.0,
-            crate::doctor::usd(*cost)
-        );
+    let n: usize = days.values().map(|d| d.1).sum();
+    // The axis goes to a round figure at or above the dearest day.
+    let top = nice_ceiling(max);
+    // `pad` above the top line keeps its label inside the picture.
+    let (left, w, h, pad) = (74.0, 600.0, 120.0, 8.0);
+    let bw = (w - left) / 30.0;
+    let ticks = [0.0, top / 2.0, top];
+    maud::html! {
+        h2 { "Last 30 days" }
+        p.muted { (count(n, "run", "runs")) ", " (crate::doctor::usd(total)) " in all (UTC days)" }
+        svg #chart viewBox={ "0 " (-pad) " " (w) " " (h + 16.0 + pad) } width="100%" role="img"
+            aria-label={ "cost per day over the last 30 days, up to " (crate::doctor::usd(max)) } {
+            @for t in ticks {
+                @let y = h - if top > 0.0 { t / top * h } else { 0.0 };
+                line x1=(left) x2=(w) y1=(y) y2=(y) stroke="#e3e6ea" {}
+                text x=(left - 4.0) y=(y + 3.0) text-anchor="end" { (crate::doctor::usd(t)) }
+            }
+            @for (i, (day, (cost, runs))) in days.iter().enumerate() {
+                @let bh = if top > 0.0 { cost / top * h } else { 0.0 };
+                rect x=(format!("{:.1}", left + i as f64 * bw + 1.0)) y=(format!("{:.1}", h - bh))
+                    width=(format!("{:.1}", bw - 2.0)) height=(format!("{bh:.1}")) fill="#4a78c2" {
+                    title { (day) ": " (crate::doctor::usd(*cost)) " over " (count(*runs, "run", "runs")) }
+                }
+            }
+            text x=(left) y=(h + 13.0) { (today - time::Duration::days(29)) }
+            text x=(w) y=(h + 13.0) text-anchor="end" { (today) }
+        }
+        table.sr #chart-table {
+            caption { "Cost and runs per day, last 30 days" }
+            tr { th { "day" } th { "cost" } th { "runs" } }
+            @for (day, (cost, runs)) in days.iter().rev() {
+                tr { td { (day) } td { (crate::doctor::usd(*cost)) } td { (runs) } }
+            }
+        }
     }
-    let _ = write!(
-        svg,
-        "<text x=\"0\" y=\"{}\" font-size=\"10\">{}</text><text x=\"{w}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{today}</text></svg>",
-        h + 12.0,
-        today - time::Duration::days(29),
-        h + 12.0
-    );
-    svg
+}
+
+/// The smallest of 1, 2 or 5 times a power of ten at or above `x` (0 for 0).
+fn nice_ceiling(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|v| *v >= x * 0.999_999)
+        .unwrap_or(10.0 * p)
 }
 
 /// A value that changes whenever what the page shows changes.
@@ -705,4 +780,42 @@ fn histogram(t: &mut String, name: &str, help: &str, buckets: &[f64], h: &crate:
         "{name}_bucket{{le=\"+Inf\"}} {}\n{name}_sum {}\n{name}_count {}",
         h.count, h.sum, h.count
     );
+}
+
+#[cfg(test)]
+mod chart_tests {
+    use super::*;
+
+    #[test]
+    fn the_axis_tops_at_a_round_figure_and_plurals_agree() {
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.01, 0.01),
+            (0.011, 0.02),
+            (0.42, 0.5),
+            (3.0, 5.0),
+            (7.5, 10.0),
+        ] {
+            assert!(
+                (nice_ceiling(x) - want).abs() < 1e-9,
+                "{x} → {}",
+                nice_ceiling(x)
+            );
+        }
+        assert_eq!(count(1, "hook", "hooks"), "1 hook");
+        assert_eq!(count(0, "run", "runs"), "0 runs");
+        assert_eq!(count(2, "run", "runs"), "2 runs");
+    }
+
+    #[test]
+    fn a_long_session_id_is_cut_for_the_eye_but_linked_whole() {
+        let id = "ad18d5d3-1111-4222-8333-444455556666";
+        let html = session_link(id).into_string();
+        assert!(html.contains(">ad18d5d3…<"), "{html}");
+        assert!(
+            html.contains(&format!("href=\"/?session={id}#lookup\"")),
+            "{html}"
+        );
+        assert!(html.contains(&format!("title=\"{id}\"")), "{html}");
+    }
 }

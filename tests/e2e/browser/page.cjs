@@ -1,5 +1,6 @@
 // Drives the hooks-app page in headless Chromium for tests/e2e/browser.rs. Reads
-// LOGIN_URL, SCREENSHOT, RUN_SESSION from the environment; prints one line per step as
+// LOGIN_URL, SCREENSHOT (1280 px wide), SCREENSHOT_PHONE (390 px), RUN_SESSION from the
+// environment; prints one line per step as
 // JSON, and "ready" when the test should queue a follow-up.
 const { chromium } = require('playwright-core');
 const readline = require('readline');
@@ -39,8 +40,23 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
     await new Promise((resolve) => rl.once('line', resolve));
     await page.locator('#runs', { hasText: process.env.RUN_SESSION }).waitFor({ timeout: 30000 });
     const runRow = page.locator('#runs tr', { hasText: process.env.RUN_SESSION });
+    const started = runRow.locator('time');
     say({ step: 'run shown', row: (await runRow.innerText()).replace(/\s+/g, ' ').trim(),
-      chip: (await page.locator('#hook-post-task [data-status]').innerText()).trim() });
+      chip: (await page.locator('#hook-post-task [data-status]').innerText()).trim(),
+      started: (await started.innerText()).trim(), startedTitle: await started.getAttribute('title'),
+      sessionHref: await runRow.locator('a[data-session]').getAttribute('href') });
+
+    // On a phone nothing scrolls sideways.
+    const widths = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    await page.screenshot({ path: process.env.SCREENSHOT_PHONE, fullPage: true });
+
+    // The session link opens its lookup, in sentences.
+    await Promise.all([page.waitForNavigation(), runRow.locator('a[data-session]').click()]);
+    const lookup = (await page.locator('#session').innerText()).replace(/\s+/g, ' ').trim();
+    say({ step: 'lookup', widths, lookup });
+
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.goto(new URL('/', process.env.LOGIN_URL).toString());
     await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
     say({ step: 'done' });
   } finally {
