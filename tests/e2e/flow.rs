@@ -59,6 +59,14 @@ fn a_finished_conversation_is_followed_up_once() {
     );
     assert_eq!(app.env.transcript(&sid), Some(transcript));
 
+    // Its wall time, start to finish, is at least Claude's own API time.
+    let run = &app.runs()[0];
+    let (took, api) = (run["tookMs"].as_i64(), run["durationMs"].as_i64());
+    assert!(
+        took.zip(api).is_some_and(|(t, a)| t >= a && t > 0),
+        "took {took:?} ms, API time {api:?} ms: {run}"
+    );
+
     let hook = app.hook("post-task");
     assert_eq!(hook["lastStatus"], "ok");
     assert!(

@@ -30,6 +30,16 @@ pub fn format_micros(t: Timestamp) -> String {
         .unwrap_or_else(|_| format_utc_fallback(t))
 }
 
+/// [`format`] for a whole second, else [`format_micros`]: no precision is lost, and a
+/// stamp that has none to lose is written as the original module writes it.
+pub fn format_exact(t: Timestamp) -> String {
+    if t.nanosecond() == 0 {
+        format(t)
+    } else {
+        format_micros(t)
+    }
+}
+
 fn format_utc_fallback(t: Timestamp) -> String {
     // Only reachable for years outside 0..=9999, which no clock produces.
     format!("{}", t.unix_timestamp())

@@ -170,6 +170,12 @@ fn statuses_round_trip() {
 fn timestamps() {
     let t = stamp::parse("2026-12-02T08:17:57+0000").unwrap();
     assert_eq!(stamp::format(t), "2026-12-02T08:17:57+0000");
+    // Exact: whole seconds as the original writes them, else to the microsecond, and
+    // read back equal.
+    assert_eq!(stamp::format_exact(t), "2026-12-02T08:17:57+0000");
+    let frac = t + Duration::milliseconds(1_234);
+    assert_eq!(stamp::format_exact(frac), "2026-12-02T08:17:58.234000+0000");
+    assert_eq!(stamp::parse(&stamp::format_exact(frac)), Some(frac));
     for (s, unix) in [
         ("2026-12-02T08:17:57Z", 1_796_199_477),
         ("2026-12-02T09:17:57+01:00", 1_796_199_477),

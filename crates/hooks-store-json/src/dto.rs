@@ -541,8 +541,9 @@ impl RunDto {
             owner: r.owner.clone(),
             pid: r.process.map(|p| p.pid),
             proc_start: r.process.map(|p| p.start),
-            started_at: stamp::format(r.started_at),
-            finished_at: r.finished_at.map(stamp::format),
+            // To the microsecond: a run's wall time is read back from these two.
+            started_at: stamp::format_exact(r.started_at),
+            finished_at: r.finished_at.map(stamp::format_exact),
             status: done.then(|| o.status().to_string()),
             exit_code: o.exit_code,
             completed: o.completed,
