@@ -184,7 +184,7 @@ pub struct FireInput<'a> {
     /// This process is running a follow-up on the session.
     pub run_in_progress: bool,
     /// Why the prompt could not be loaded, if it could not.
-    pub prompt_error: Option<&'a crate::ports::PromptError>,
+    pub prompt_error: Option<&'a crate::prompt::PromptError>,
     /// What the follow-up would cost, as far as it can be told; looked at only when the
     /// hook has a cost cap (`None` then counts as no model known).
     pub cost: Option<&'a CostView>,

@@ -4,6 +4,7 @@
 //! and no async runtime. Time comes in as a value (see [`ports::Clock`]); the outside world
 //! comes in through the traits in [`ports`], which the adapter crates implement.
 //!
+//! - [`id`]: session and hook ids, and the validation error (the leaf);
 //! - [`model`]: validated types (ids, hooks, pending entries, statuses, session facts);
 //! - [`stamp`]: the original store's timestamp form, written strictly and read leniently;
 //! - [`prompt`]: prompt files (frontmatter + body) and the run options they carry;
@@ -11,11 +12,13 @@
 //! - [`cost`]: prices, the estimate before a run and the cost cap;
 //! - [`decide`]: the enqueue and fire decisions;
 //! - [`queue`]: the queue's rules (dedupe, claims, fencing), shared by every store;
+//! - [`store`]: the store port's errors and reports, below the port and the queue rules;
 //! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
 //! - [`service`]: the application service that composes the ports.
 
 pub mod cost;
 pub mod decide;
+pub mod id;
 pub mod live;
 pub mod model;
 pub mod ports;
@@ -23,6 +26,7 @@ pub mod prompt;
 pub mod queue;
 pub mod service;
 pub mod stamp;
+pub mod store;
 
 #[cfg(any(test, feature = "mocks"))]
 pub mod testing;

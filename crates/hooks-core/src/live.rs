@@ -7,7 +7,7 @@ use std::fmt;
 
 use time::Duration;
 
-use crate::model::HookId;
+use crate::id::HookId;
 use crate::stamp::Timestamp;
 
 /// A process named by its pid and its start time (as the host's platform tells it: clock

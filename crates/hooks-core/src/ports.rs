@@ -9,35 +9,10 @@ use crate::decide::EnqueueDecision;
 use crate::live::*;
 use crate::model::*;
 use crate::prompt::Prompt;
+pub use crate::prompt::PromptError;
 pub use crate::queue::EnqueueRequest;
 use crate::stamp::Timestamp;
-
-/// Errors of a [`HookStore`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum StoreError {
-    #[error("no hook with id {0}")]
-    HookNotFound(HookId),
-    #[error("{0} is not pending")]
-    EntryNotFound(EntryKey),
-    /// The entry is claimed by another owner, or not claimed by this one.
-    #[error("{0} is not held by this process (its claim expired or was taken over)")]
-    Fenced(EntryKey),
-    #[error("invalid {0}")]
-    Invalid(#[from] ValidationError),
-    /// The store file cannot be parsed; names the file and the position.
-    #[error("{0}")]
-    Corrupt(String),
-    #[error("{0}")]
-    Io(String),
-}
-
-/// What happened to one entry handed to [`HookStore::enqueue`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EnqueueResult {
-    Queued,
-    AlreadyPending,
-    HookDeleted,
-}
+pub use crate::store::{EnqueueResult, HookRecord, StoreError};
 
 /// The hooks and the queue, read together at one moment.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -68,14 +43,6 @@ impl QueueSummary {
                 .any(|p| p.waiting.as_ref().is_some_and(|w| w.open)),
         }
     }
-}
-
-/// What finishing an entry records on its hook.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookRecord {
-    pub status: Status,
-    /// When the follow-up started, for a run that happened: it goes into the history.
-    pub fired_at: Option<Timestamp>,
 }
 
 /// Hooks, the pending queue and the run log. Every change is atomic and durable, and safe
@@ -365,34 +332,6 @@ pub trait RunHandle: Send {
     fn process(&self) -> Option<ProcessRef>;
     /// Waits for the run to end. A failure after the start is an error status.
     async fn wait(self: Box<Self>) -> RunOutcome;
-}
-
-/// Errors of a [`PromptSource`].
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PromptError {
-    #[error("prompt file {file} not found (looked in {looked_in})")]
-    NotFound { file: String, looked_in: String },
-    #[error("prompt file {0}")]
-    Unreadable(String),
-    #[error("prompt file {file}: {error}")]
-    Invalid {
-        file: String,
-        error: ValidationError,
-    },
-    /// The conversation's project has its own prompt file, which the user has not approved
-    /// (or which changed since), and the workspace has none to use instead.
-    #[error(
-        "prompt file {file} is the project's own and waits for approval: review it, then run `hooks-app trust {project}`"
-    )]
-    Unapproved { file: String, project: String },
-}
-
-impl PromptError {
-    /// Whether a follow-up is skipped for it (the user's decision is awaited), rather than
-    /// failed.
-    pub fn is_skip(&self) -> bool {
-        matches!(self, Self::Unapproved { .. })
-    }
 }
 
 /// Loads a hook's prompt file, looking first in the session's own project.

@@ -204,3 +204,31 @@ pub fn parse_prompt(text: &str) -> Result<Prompt, ValidationError> {
         options,
     })
 }
+
+/// Errors of a [`PromptSource`].
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PromptError {
+    #[error("prompt file {file} not found (looked in {looked_in})")]
+    NotFound { file: String, looked_in: String },
+    #[error("prompt file {0}")]
+    Unreadable(String),
+    #[error("prompt file {file}: {error}")]
+    Invalid {
+        file: String,
+        error: ValidationError,
+    },
+    /// The conversation's project has its own prompt file, which the user has not approved
+    /// (or which changed since), and the workspace has none to use instead.
+    #[error(
+        "prompt file {file} is the project's own and waits for approval: review it, then run `hooks-app trust {project}`"
+    )]
+    Unapproved { file: String, project: String },
+}
+
+impl PromptError {
+    /// Whether a follow-up is skipped for it (the user's decision is awaited), rather than
+    /// failed.
+    pub fn is_skip(&self) -> bool {
+        matches!(self, Self::Unapproved { .. })
+    }
+}

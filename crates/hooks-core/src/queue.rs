@@ -10,8 +10,8 @@ use time::Duration;
 use crate::decide::{self, EnqueueDecision, EnqueueInput};
 use crate::live::*;
 use crate::model::*;
-use crate::ports::{EnqueueResult, HookRecord, StoreError};
 use crate::stamp::Timestamp;
+use crate::store::{EnqueueResult, HookRecord, StoreError};
 
 /// An event to queue hooks for, with what is known of its session.
 #[derive(Debug, Clone, PartialEq)]
