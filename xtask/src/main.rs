@@ -10,7 +10,9 @@
 //!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
 //!   the original Python module reading and writing this project's store.
 //! - `cargo xtask deps`: installs what the tests need (the pinned claude CLIs, from npm).
-//! - `cargo xtask layering`: proves the crate boundaries with `cargo tree`.
+//! - `cargo xtask layering [--graph]`: proves the crate boundaries with `cargo tree`, and that
+//!   no files of a crate import each other in a loop (modules.rs); `--graph` prints the
+//!   module graph of every crate.
 //! - `cargo xtask portability`: the code outside hooks-platform's Linux implementation
 //!   uses nothing only Linux has (portability.rs).
 //! - `cargo xtask fuzz-api [SECONDS]`: schemathesis against a real `serve --http` (fuzz.rs).
@@ -19,6 +21,7 @@
 
 mod bench;
 mod fuzz;
+mod modules;
 mod portability;
 
 use std::path::{Path, PathBuf};
@@ -61,6 +64,9 @@ fn main() -> ExitCode {
         Some("deps") => deps(),
         Some("conformance") => conformance(),
         Some("man") => man(),
+        Some("layering") if rest.first() == Some(&"--graph") => {
+            modules::graph(&root()).map(|g| print!("{g}"))
+        }
         Some("layering") => layering(),
         Some("portability") => portability::run(&root()),
         Some("bench") => bench::run(&root(), &rest),
@@ -69,7 +75,7 @@ fn main() -> ExitCode {
             rest.first().and_then(|s| s.parse().ok()).unwrap_or(60),
         ),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering | portability | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -295,25 +301,26 @@ fn layering() -> Result<(), String> {
         "WebhookRunner",
     ];
     let mut naming = Vec::new();
-    for entry in std::fs::read_dir(&app_src)
-        .map_err(|e| e.to_string())?
-        .flatten()
-    {
-        let path = entry.path();
-        if path.file_name().is_some_and(|n| n == "context.rs")
-            || path.extension().is_none_or(|x| x != "rs")
-        {
+    for (module, text) in modules::read_crate(&app_src)? {
+        if module == "context" {
             continue;
         }
-        let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
         for name in adapter_names.iter().filter(|n| text.contains(*n)) {
-            naming.push(format!("{} names {name}", path.display()));
+            naming.push(format!("hooks-app's {module} names {name}"));
         }
     }
     if !naming.is_empty() {
         return Err(format!(
             "only hooks-app's context.rs picks adapters, but {}",
             naming.join("; ")
+        ));
+    }
+    // No files of a crate import each other in a loop.
+    let loops = modules::check(&root())?;
+    if !loops.is_empty() {
+        return Err(format!(
+            "module loops (break each by moving what both need into a module below them):\n  {}",
+            loops.join("\n  ")
         ));
     }
     eprintln!("xtask: layering ok (hooks-core: {})", core.join(", "));

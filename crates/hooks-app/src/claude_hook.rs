@@ -20,7 +20,7 @@ use hooks_core::service::{Config, NotifyEvent};
 use hooks_core::*;
 use serde::Deserialize;
 
-use crate::cli::HookTrigger;
+use crate::options::HookTrigger;
 use crate::{AppError, AppResult, Context, context};
 
 /// The most read from stdin.

@@ -2,7 +2,12 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+use crate::options::{
+    DEFAULT_IDLE_EXIT, DaemonMode, HookTrigger, LogFormat, RunnerKind, Scope, SummaryBy, Transport,
+    Trigger,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -106,12 +111,6 @@ pub struct Global {
     /// Poll the store for changes instead of listening (PostgreSQL behind a pooler in transaction mode)
     #[arg(long, global = true, env = "HOOKS_STORE_POLL")]
     pub store_poll: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunnerKind {
-    Claude,
-    Webhook,
 }
 
 #[derive(Debug, Subcommand)]
@@ -237,13 +236,6 @@ pub enum StoreCmd {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum SummaryBy {
-    Day,
-    Hook,
-    Model,
-}
-
 #[derive(Debug, Subcommand)]
 pub enum BudgetCmd {
     /// Set the most all follow-ups together may cost in one day
@@ -362,43 +354,6 @@ pub enum HooksCmd {
     Delete { id: String },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Scope {
-    /// $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json
-    User,
-    /// <workspace>/.claude/settings.json, the file a team commits: a portable command
-    Project,
-    /// <workspace>/.claude/settings.local.json, Claude Code's personal per-project file
-    Local,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Trigger {
-    /// Claude's Stop event: queue when the reply ends with the DONE line
-    Stop,
-    /// Claude's SessionEnd event: queue when the session ends
-    SessionEnd,
-    /// Both
-    Both,
-}
-
-/// How the daemon runs once installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DaemonMode {
-    /// claude-hook starts `serve` in the background when it queues something and none
-    /// runs; it exits after a while with nothing pending
-    OnDemand,
-    /// A systemd user unit (Linux) or a launchd agent (macOS) runs `serve`
-    Service,
-    /// You run `serve`, or `tick` from cron
-    None,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum HookTrigger {
-    SessionEnd,
-}
-
 #[derive(Debug, Args)]
 pub struct InstallArgs {
     #[arg(long, value_enum, default_value_t = Scope::User)]
@@ -409,7 +364,7 @@ pub struct InstallArgs {
     #[arg(long, value_enum, default_value_t = DaemonMode::OnDemand)]
     pub daemon: DaemonMode,
     /// Seconds an on-demand daemon stays with nothing pending before it exits
-    #[arg(long, value_name = "SECS", default_value_t = crate::ondemand::DEFAULT_IDLE_EXIT, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_IDLE_EXIT, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub idle_exit: u64,
     /// Show what would change and change nothing
     #[arg(long)]
@@ -425,12 +380,6 @@ pub struct InstallArgs {
     /// With --transport http: the daemon's address [default: the running daemon's]
     #[arg(long, value_name = "URL", requires = "transport")]
     pub http_url: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Transport {
-    Command,
-    Http,
 }
 
 #[derive(Debug, Args)]
@@ -492,12 +441,6 @@ pub struct ServeArgs {
     /// With --http: allow an address other than loopback (put TLS in front of it)
     #[arg(long, requires = "http")]
     pub http_allow_insecure: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 #[cfg(test)]

@@ -2,31 +2,22 @@
 //! input into the core's validated types, call the service, print a table or `--json`.
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use hooks_core::ports::{Clock, SessionMeta};
-use hooks_core::service::{Config, NotifyEvent, NotifyOutcome, Service};
+use hooks_core::ports::Clock;
+use hooks_core::service::{NotifyEvent, NotifyOutcome};
 use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
 use crate::cli::{Cli, Command, HooksCmd};
+use crate::context::{block_on, service};
+use crate::output::{print_json, print_table, seconds, yes};
+use crate::sessions::resolve_session;
+use crate::sessions::session_lines;
+use crate::sessions::session_view;
 use crate::{AppError, AppResult, Context, claude_hook, context, daemon, doctor, install, prompts};
-
-/// Milliseconds as seconds with one decimal: `1.4s`.
-fn seconds(ms: i128) -> String {
-    format!("{:.1}s", ms as f64 / 1000.0)
-}
-
-pub fn block_on<F: Future>(f: F) -> AppResult<F::Output> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
-    Ok(rt.block_on(f))
-}
 
 pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
     // These describe the program itself: no data folder, no settings.
@@ -119,50 +110,11 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A service for commands that run nothing.
-pub fn service(ctx: &Context) -> AppResult<(Service, crate::context::Store)> {
-    let mut config = Config::new(context::owner_id());
-    config.prices = crate::prices::load(&ctx.data_dir)?;
-    ctx.service(ctx.runner(Duration::from_secs(1))?, config)
-}
-
-pub fn print_json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| "null".into())
-    );
-}
-
-/// Prints rows as a table with aligned columns.
-pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
-    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                s.push_str(c);
-            } else {
-                s.push_str(&format!("{c:<width$}  ", width = w[i]));
-            }
-        }
-        println!("{}", s.trim_end());
-    };
-    line(header.iter().map(|h| h.to_string()).collect());
-    for r in rows {
-        line(r.clone());
-    }
-}
-
 fn init(ctx: &Context) -> AppResult {
     let existed = ctx.existing_store().is_ok();
     let store = ctx.open_store()?;
     block_on(store.snapshot())??;
-    for said in context::tighten_data_dir(&ctx.data_dir) {
+    for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
         println!("{said}");
     }
     crate::http::token(&ctx.data_dir)?;
@@ -201,10 +153,6 @@ fn init(ctx: &Context) -> AppResult {
     Ok(())
 }
 
-fn yes(b: bool) -> String {
-    if b { "yes".into() } else { "no".into() }
-}
-
 fn hook_row(h: &Hook) -> Vec<String> {
     vec![
         h.id.to_string(),
@@ -217,7 +165,7 @@ fn hook_row(h: &Hook) -> Vec<String> {
         },
         h.max_cost
             .usd()
-            .map_or_else(|| "none".into(), crate::doctor::usd),
+            .map_or_else(|| "none".into(), crate::output::usd),
         h.prompt_file.to_string(),
         h.last_status
             .as_ref()
@@ -280,7 +228,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         "max cost",
                         h.max_cost.usd().map_or_else(
                             || "no cap".into(),
-                            |c| format!("{} per follow-up", crate::doctor::usd(c)),
+                            |c| format!("{} per follow-up", crate::output::usd(c)),
                         ),
                     ),
                     (
@@ -495,7 +443,7 @@ fn history(ctx: &Context, id: &str, json: bool) -> AppResult {
                     v["tookMs"]
                         .as_i64()
                         .map_or("-".into(), |ms| seconds(i128::from(ms))),
-                    v["costUsd"].as_f64().map_or("-".into(), crate::doctor::usd),
+                    v["costUsd"].as_f64().map_or("-".into(), crate::output::usd),
                 ]
             })
             .collect::<Vec<_>>(),
@@ -533,7 +481,7 @@ fn runs(
     hook: Option<String>,
     session: Option<String>,
     limit: Option<usize>,
-    (summary, by, since): (bool, Option<crate::cli::SummaryBy>, Option<String>),
+    (summary, by, since): (bool, Option<crate::options::SummaryBy>, Option<String>),
     json: bool,
 ) -> AppResult {
     let store = ctx.open_store()?;
@@ -590,8 +538,8 @@ fn runs(
                 r.session_id.to_string(),
                 r.status_text(),
                 opt(o.completed.map(yes)),
-                opt(o.cost_usd.map(crate::doctor::usd)),
-                opt(r.estimated_cost_usd.map(crate::doctor::usd)),
+                opt(o.cost_usd.map(crate::output::usd)),
+                opt(r.estimated_cost_usd.map(crate::output::usd)),
                 opt(tokens),
                 opt(r.took().map(|d| seconds(d.whole_milliseconds()))),
                 opt(o.duration_ms.map(|d| seconds(i128::from(d)))),
@@ -616,178 +564,6 @@ fn runs(
     Ok(())
 }
 
-/// Why text a person gave as a session id names no one conversation.
-#[derive(Debug)]
-pub enum SessionLookup {
-    /// Not a session id at all.
-    Invalid(AppError),
-    /// A prefix several conversations share.
-    Ambiguous(String),
-    /// Nothing known by that id or prefix.
-    Unknown(String),
-}
-
-impl From<SessionLookup> for AppError {
-    fn from(e: SessionLookup) -> Self {
-        match e {
-            SessionLookup::Invalid(e) => e,
-            SessionLookup::Ambiguous(m) => AppError::invalid(m),
-            SessionLookup::Unknown(m) => AppError::runtime(m),
-        }
-    }
-}
-
-/// The shortest prefix of a session id accepted in its place.
-pub const SESSION_PREFIX_MIN: usize = 8;
-
-/// The conversation `text` names: its whole id, or a prefix of 8 or more characters only
-/// one known conversation starts with. Known means remembered by hooks-app, with a
-/// transcript, queued, or in the run log.
-pub async fn resolve_session(
-    meta: &dyn SessionMeta,
-    store: &crate::context::Store,
-    text: &str,
-) -> Result<SessionId, SessionLookup> {
-    let text = text.trim();
-    let asked = SessionId::parse(text).map_err(|e| SessionLookup::Invalid(e.into()))?;
-    let store_err = |e: hooks_core::ports::StoreError| SessionLookup::Invalid(e.into());
-    let (mut known, searched) = meta
-        .sessions_starting(text)
-        .await
-        .map_err(|e| SessionLookup::Invalid(AppError::runtime(e.to_string())))?;
-    let pending = store.snapshot().await.map_err(store_err)?.pending;
-    let runs = store.runs(&RunFilter::default()).await.map_err(store_err)?;
-    known.extend(
-        pending
-            .iter()
-            .map(|p| &p.session_id)
-            .chain(runs.iter().map(|r| &r.session_id))
-            .filter(|s| s.as_str().starts_with(text))
-            .cloned(),
-    );
-    known.sort_by(|a, b| a.as_str().cmp(b.as_str()));
-    known.dedup();
-    if known.contains(&asked) {
-        return Ok(asked);
-    }
-    let short = text.chars().count() < SESSION_PREFIX_MIN;
-    match known.as_slice() {
-        [one] if !short => Ok(one.clone()),
-        _ if short => Err(SessionLookup::Unknown(format!(
-            "no conversation {text}: not found in {searched}, the queue or the run log \
-             (a prefix needs {SESSION_PREFIX_MIN} characters or more)"
-        ))),
-        [] | [_] => Err(SessionLookup::Unknown(format!(
-            "no conversation {text}: not found in {searched}, the queue or the run log{}",
-            if short {
-                format!(" (a prefix needs {SESSION_PREFIX_MIN} characters or more)")
-            } else {
-                String::new()
-            }
-        ))),
-        many => Err(SessionLookup::Ambiguous(format!(
-            "session: {text} starts {} conversations ({}); give more of the id",
-            many.len(),
-            many.iter()
-                .take(5)
-                .map(SessionId::as_str)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
-    }
-}
-
-/// What is known about a conversation (`session --json`, `GET /api/v1/sessions/{id}`), with
-/// the facts and entries it was built from.
-pub async fn session_view(
-    svc: &Service,
-    meta: &dyn SessionMeta,
-    store: &crate::context::Store,
-    sid: &SessionId,
-) -> AppResult<(Value, SessionFacts, Vec<PendingEntry>)> {
-    let facts = meta
-        .facts(sid)
-        .await
-        .map_err(|e| AppError::runtime(e.to_string()))?;
-    let t = facts.transcript.as_ref();
-    let known_subagent = t.is_some() || facts.state.transcript_path.is_some();
-    let pending: Vec<PendingEntry> = store
-        .snapshot()
-        .await?
-        .pending
-        .into_iter()
-        .filter(|p| p.session_id == *sid)
-        .collect();
-    let now = svc.now();
-    // What a follow-up of each enabled hook would cost now, and whether its cap allows it.
-    let mut estimates = Vec::new();
-    for h in svc.list_hooks().await?.iter().filter(|h| h.enabled) {
-        let view = svc.estimate(h, &facts).await;
-        let cap = h.max_cost.usd();
-        let (text, usd, model, over) = match &view {
-            Ok(v @ cost::CostView::Estimated(e)) => (
-                format!("a follow-up now would cost {e}"),
-                Some(e.usd),
-                Some(e.model.clone()),
-                cost::over_cap(h.max_cost, v),
-            ),
-            Ok(v) => (
-                v.no_estimate().unwrap_or_default(),
-                None,
-                None,
-                cost::over_cap(h.max_cost, v),
-            ),
-            Err(e) => (format!("no estimate: {e}"), None, None, None),
-        };
-        estimates.push(json!({
-            "hookId": h.id.as_str(),
-            "estimatedCostUsd": usd,
-            "model": model,
-            "maxCostUsd": cap,
-            "text": text,
-            "skippedBecause": over,
-        }));
-    }
-    let runs = store
-        .runs(&RunFilter {
-            session_id: Some(sid.clone()),
-            ..RunFilter::default()
-        })
-        .await?;
-    let lease = facts.lease.as_ref().map(|l| {
-        json!({
-            "runId": l.lease.run_id,
-            "hookId": l.lease.hook_id.as_str(),
-            "owner": l.lease.owner,
-            "startedAt": stamp::format(l.lease.started_at),
-            "expiresAt": stamp::format(l.lease.expires_at),
-            "live": l.is_live(now),
-        })
-    });
-    let v = json!({
-        "sessionId": sid.as_str(),
-        "transcriptPath": t.map(|t| t.path.clone()).or_else(|| facts.state.transcript_path.clone()),
-        "cwd": facts.cwd(),
-        "subagent": known_subagent.then(|| facts.is_subagent()),
-        "contextTokens": t.and_then(|t| t.context_tokens),
-        "model": t.and_then(|t| t.model.clone()),
-        "estimates": estimates,
-        "lastChange": t.and_then(|t| t.last_change).map(stamp::format),
-        "origin": facts.state.origin.map(Origin::as_str),
-        "stamps": facts.state.stamps.iter().map(|(k, v)| (k.to_string(), Value::from(stamp::format(*v)))).collect::<serde_json::Map<_, _>>(),
-        "openIn": facts.open.as_ref().map(|o| json!({"pid": o.pid, "kind": o.kind, "status": o.status})),
-        "lease": lease,
-        "pending": pending.iter().map(|p| json!({
-            "hookId": p.hook_id.as_str(),
-            "dueAt": p.became_due().to_string(),
-            "givesUpAt": p.gives_up_at().map(stamp::format),
-            "waiting": p.waiting.as_ref().map(|w| w.reason.clone()),
-        })).collect::<Vec<_>>(),
-        "runs": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
-    });
-    Ok((v, facts, pending))
-}
-
 fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     SessionId::parse(session)?;
     let (svc, store) = service(ctx)?;
@@ -802,102 +578,6 @@ fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         println!("{label:<16}{text}");
     }
     Ok(())
-}
-
-/// The session lookup as sentences, one `(label, text)` per line: what `session` prints
-/// and the page shows.
-pub fn session_lines(
-    v: &Value,
-    facts: &SessionFacts,
-    pending: &[PendingEntry],
-    now: time::OffsetDateTime,
-) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    let show = |x: &Value| match x {
-        Value::Null => "unknown".to_owned(),
-        Value::String(s) => s.clone(),
-        Value::Bool(b) => yes(*b),
-        other => other.to_string(),
-    };
-    for (k, label) in [
-        ("sessionId", "session"),
-        ("transcriptPath", "transcript"),
-        ("cwd", "cwd"),
-        ("subagent", "subagent"),
-        ("contextTokens", "context tokens"),
-        ("model", "model"),
-        ("lastChange", "last change"),
-        ("origin", "origin"),
-    ] {
-        out.push((label, show(&v[k])));
-    }
-    if facts.state.stamps.is_empty() {
-        out.push((
-            "stamps",
-            "none (no hook has fired for this session)".to_owned(),
-        ));
-    }
-    for (h, at) in &facts.state.stamps {
-        out.push(("stamp", format!("{h} fired at {}", stamp::format(*at))));
-    }
-    for e in v["estimates"].as_array().into_iter().flatten() {
-        let cap = match (e["maxCostUsd"].as_f64(), e["skippedBecause"].as_str()) {
-            (Some(_), Some(why)) => format!("; the cap skips it: {why}"),
-            (Some(c), None) => format!(" (cap {})", crate::doctor::usd(c)),
-            (None, _) => String::new(),
-        };
-        out.push((
-            "cost",
-            format!("{}: {}{cap}", show(&e["hookId"]), show(&e["text"])),
-        ));
-    }
-    out.push((
-        "conversation",
-        match &facts.open {
-            Some(o) => format!("open in claude, {o}"),
-            None => "not open in any claude process".to_owned(),
-        },
-    ));
-    if let Some(l) = &facts.lease {
-        out.push((
-            "running",
-            format!(
-                "{} ({}) by {} since {}{}",
-                l.lease.hook_id,
-                l.lease.run_id,
-                l.lease.owner,
-                stamp::format(l.lease.started_at),
-                if l.is_live(now) {
-                    ""
-                } else {
-                    "; its runner is gone"
-                }
-            ),
-        ));
-    }
-    for p in pending {
-        let state = match p.state_text(now).as_str() {
-            "due" | "queued" => format!("due at {}", p.due_at),
-            other => other.to_owned(),
-        };
-        out.push(("pending", format!("{} {state}", p.hook_id)));
-    }
-    for r in v["runs"].as_array().into_iter().flatten() {
-        let cost = r["costUsd"]
-            .as_f64()
-            .map(|c| format!(", cost {}", crate::doctor::usd(c)))
-            .unwrap_or_default();
-        out.push((
-            "run",
-            format!(
-                "{} at {}: {}{cost}",
-                show(&r["hookId"]),
-                show(&r["startedAt"]),
-                show(&r["status"])
-            ),
-        ));
-    }
-    out
 }
 
 fn notify(
@@ -966,7 +646,7 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
             "no daemon serves HTTP for this data folder: {how}"
         )));
     };
-    if cfg.mode == crate::cli::DaemonMode::OnDemand && crate::ondemand::ensure_running(ctx)? {
+    if cfg.mode == crate::options::DaemonMode::OnDemand && crate::ondemand::ensure_running(ctx)? {
         let started = std::time::Instant::now();
         while started.elapsed() < Duration::from_secs(15) {
             if let Some(url) = crate::ondemand::http_url(&ctx.data_dir) {
@@ -1015,7 +695,7 @@ fn open(ctx: &Context, no_browser: bool) -> AppResult {
         // the opener's command line would be in /proc/*/cmdline for every local user.
         let page = ctx.data_dir.join("open.html");
         let url_attr = login.replace('&', "&amp;").replace('"', "&quot;");
-        context::write_private(
+        crate::fsutil::write_private(
             &page,
             &format!(
                 "<!doctype html><meta charset=utf-8><meta name=referrer content=no-referrer>\

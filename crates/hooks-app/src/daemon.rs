@@ -10,7 +10,6 @@
 //! running follow-ups, then stops them and records `error: interrupted by shutdown`.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::PoisonError;
@@ -25,8 +24,11 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
 use tracing::{error, info, warn};
 
-use crate::cli::{LogFormat, RunArgs, ServeArgs};
+use crate::cli::{RunArgs, ServeArgs};
 use crate::context::Store;
+use crate::ondemand::DaemonMark;
+use crate::ondemand::mark_running;
+use crate::options::LogFormat;
 use crate::{AppError, AppResult, Context, context};
 
 fn init_logging(format: LogFormat) {
@@ -93,36 +95,9 @@ fn runtime() -> AppResult<tokio::runtime::Runtime> {
         .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))
 }
 
-/// Holds a shared lock on `serve.lock` while a daemon runs, so `status` and `doctor` can
-/// tell whether one is running (several may run at once).
-struct DaemonMark(#[allow(dead_code)] std::fs::File);
-
-fn mark_running(dir: &Path) -> Option<DaemonMark> {
-    let f = crate::context::open_lock(&dir.join("serve.lock")).ok()?;
-    f.lock_shared().ok()?;
-    Some(DaemonMark(f))
-}
-
-/// Whether some daemon holds `serve.lock`.
-pub fn daemon_running(dir: &Path) -> bool {
-    let Ok(f) = std::fs::OpenOptions::new()
-        .read(true)
-        .open(dir.join("serve.lock"))
-    else {
-        return false;
-    };
-    match f.try_lock() {
-        Ok(()) => {
-            let _ = f.unlock();
-            false
-        }
-        Err(_) => true,
-    }
-}
-
 pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     init_logging(a.run.log_format);
-    for said in context::tighten_data_dir(&ctx.data_dir) {
+    for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
         warn!("{said}");
     }
     let (svc, store) = build(ctx, &a.run)?;

@@ -7,8 +7,10 @@ use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::commands::{block_on, print_json};
-use crate::daemon::daemon_running;
+use crate::context::block_on;
+use crate::ondemand::daemon_running;
+use crate::output::print_json;
+use crate::output::usd;
 use crate::{AppResult, Context, install, prompts::FilePrompts};
 
 pub fn status(ctx: &Context, as_json: bool) -> AppResult {
@@ -52,7 +54,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
     let daemons = crate::ondemand::running(&ctx.data_dir);
     let budget = {
-        let (svc, _) = crate::commands::service(ctx)?;
+        let (svc, _) = crate::context::service(ctx)?;
         block_on(svc.budget())??
     };
     let http = crate::ondemand::http_url(&ctx.data_dir);
@@ -120,7 +122,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         match (running, described.is_empty()) {
             (true, false) => described.join("; "),
             (true, true) => "running".into(),
-            (false, _) if mode == crate::cli::DaemonMode::OnDemand =>
+            (false, _) if mode == crate::options::DaemonMode::OnDemand =>
                 "not running; claude-hook starts one when it queues something".into(),
             (false, _) => "not running (start it with `hooks-app serve`)".into(),
         },
@@ -175,18 +177,6 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     Ok(())
 }
 
-/// Dollars as people read them: `$0.00` for nothing, cents for a dollar or more, and four
-/// places below, where single runs usually are.
-pub fn usd(v: f64) -> String {
-    if v == 0.0 {
-        "$0.00".to_owned()
-    } else if v.abs() >= 1.0 {
-        format!("${v:.2}")
-    } else {
-        format!("${v:.4}")
-    }
-}
-
 /// One check. One that passes but still has a fix is a warning: it works, not as meant.
 struct Check {
     name: &'static str,
@@ -232,7 +222,7 @@ fn tested_range(version: &str) -> String {
 pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     let mut checks = Vec::new();
     let data = ctx.data_dir.display().to_string();
-    let loose = crate::context::loose_dirs(&ctx.data_dir);
+    let loose = crate::fsutil::loose_dirs(&ctx.data_dir);
     if ctx.data_dir.is_dir() {
         checks.push(if loose.is_empty() {
             Check {
@@ -305,9 +295,9 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             ok: false,
             detail: format!(
                 "no claude-hook entry in {}, {} or {}",
-                install::settings_path(ctx, crate::cli::Scope::User).display(),
-                install::settings_path(ctx, crate::cli::Scope::Project).display(),
-                install::settings_path(ctx, crate::cli::Scope::Local).display()
+                install::settings_path(ctx, crate::options::Scope::User).display(),
+                install::settings_path(ctx, crate::options::Scope::Project).display(),
+                install::settings_path(ctx, crate::options::Scope::Local).display()
             ),
             fix: Some("hooks-app install --scope user".into()),
         }
@@ -506,7 +496,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 ),
                 fix: Some(format!(
                     "review them, then hooks-app trust {}",
-                    crate::context::shell_quote(&ctx.here.to_string_lossy())
+                    crate::fsutil::shell_quote(&ctx.here.to_string_lossy())
                 )),
             });
         }
@@ -565,34 +555,34 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             .iter()
             .any(|p| p.due_at.is_due(now) && p.waiting.is_none())
     });
-    let ok = running || (mode == crate::cli::DaemonMode::OnDemand && !due_now);
+    let ok = running || (mode == crate::options::DaemonMode::OnDemand && !due_now);
     checks.push(Check {
         name: "daemon",
         ok,
         detail: match (running, mode) {
             (true, _) => format!("running ({mode_name})"),
-            (false, crate::cli::DaemonMode::OnDemand) if !due_now => {
+            (false, crate::options::DaemonMode::OnDemand) if !due_now => {
                 "on demand: none runs now; claude-hook starts one when it queues something".into()
             }
-            (false, crate::cli::DaemonMode::OnDemand) => {
+            (false, crate::options::DaemonMode::OnDemand) => {
                 "on demand, but follow-ups are due and no daemon runs".into()
             }
             (false, _) => format!("no hooks-app serve is running on this data dir ({mode_name})"),
         },
         fix: (!ok).then(|| match mode {
-            crate::cli::DaemonMode::Service => {
+            crate::options::DaemonMode::Service => {
                 crate::ondemand::enable_command(&crate::ondemand::unit_path())
             }
-            crate::cli::DaemonMode::OnDemand => format!(
+            crate::options::DaemonMode::OnDemand => format!(
                 "hooks-app serve, and see {} for why the on-demand one did not start",
                 ctx.data_dir.join(crate::ondemand::LOG_FILE).display()
             ),
             // Install never ran here: it is the next step, and the daemon then starts on
             // demand.
-            crate::cli::DaemonMode::None if !ctx.data_dir.join("daemon.json").exists() => {
+            crate::options::DaemonMode::None if !ctx.data_dir.join("daemon.json").exists() => {
                 "hooks-app init && hooks-app install (a daemon then starts on demand)".into()
             }
-            crate::cli::DaemonMode::None => {
+            crate::options::DaemonMode::None => {
                 "hooks-app serve (or `hooks-app tick` from cron)".into()
             }
         }),

@@ -15,7 +15,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::cli::{DaemonMode, InstallArgs, Scope, Transport, Trigger, UninstallArgs};
+use crate::cli::{InstallArgs, UninstallArgs};
+use crate::options::{DaemonMode, Scope, Transport, Trigger};
 use crate::{AppError, AppResult, Context, jsonedit};
 
 /// Seconds Claude gives the hook; it returns in milliseconds.
@@ -359,7 +360,7 @@ impl Created {
         }
         let mut text = serde_json::to_string_pretty(&self.all).unwrap_or_default();
         text.push('\n');
-        crate::context::write_private(&self.file, &text)
+        crate::fsutil::write_private(&self.file, &text)
     }
 }
 
@@ -430,7 +431,7 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
     let mut cmd = String::from("hooks-app");
     if ctx.done_marker != hooks_core::DONE_MARKER {
         cmd.push_str(" --done-marker ");
-        cmd.push_str(&crate::context::shell_quote(&ctx.done_marker));
+        cmd.push_str(&crate::fsutil::shell_quote(&ctx.done_marker));
     }
     // Where hooks-app is missing, the event on stdin is still read (a hook that exits
     // without reading it leaves Claude Code writing into a closed pipe), and the exit is 0.
@@ -786,7 +787,7 @@ fn left_behind(ctx: &Context) {
         println!(
             "left: the data folder {} (hooks, queue, run log); remove it with: rm -r {}",
             ctx.data_dir.display(),
-            crate::context::shell_quote(&ctx.data_dir.to_string_lossy())
+            crate::fsutil::shell_quote(&ctx.data_dir.to_string_lossy())
         );
     }
     let prompts = ctx.workspace.join(hooks_core::PROMPT_DIR);

@@ -12,15 +12,14 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cli::DaemonMode;
-use crate::{AppError, AppResult, Context, context};
+pub use crate::options::DEFAULT_IDLE_EXIT;
+use crate::options::DaemonMode;
+use crate::{AppError, AppResult, Context};
 
 const CONFIG_FILE: &str = "daemon.json";
 pub const LOG_FILE: &str = "serve.log";
 /// The log is rotated (one old copy, `serve.log.1`) when a daemon starts past this size.
 const LOG_ROTATE_AT: u64 = 1024 * 1024;
-/// Seconds an on-demand daemon stays with nothing pending before it exits.
-pub const DEFAULT_IDLE_EXIT: u64 = 300;
 const SERVICE_NAME: &str = "hooks-app";
 
 /// The daemon mode and the idle time of on-demand daemons.
@@ -60,7 +59,7 @@ impl DaemonConfig {
             "http": self.http.map(|a| a.to_string()),
         }))
         .unwrap_or_default();
-        context::write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))
+        crate::fsutil::write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))
     }
 }
 
@@ -87,7 +86,7 @@ const HOOK_ONLY_ENV: [&str; 5] = [
 /// one; the second finds the first holding `ondemand.lock` and exits at once.
 pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
     let cfg = DaemonConfig::read(&ctx.data_dir);
-    if cfg.mode != DaemonMode::OnDemand || crate::daemon::daemon_running(&ctx.data_dir) {
+    if cfg.mode != DaemonMode::OnDemand || crate::ondemand::daemon_running(&ctx.data_dir) {
         return Ok(false);
     }
     let log_path = ctx.data_dir.join(LOG_FILE);
@@ -190,7 +189,7 @@ fn rotate(log: &Path) {
 
 /// The exclusive lock an on-demand daemon holds: at most one runs per data folder.
 pub fn take_singleton(data_dir: &Path) -> Option<File> {
-    let f = context::open_lock(&data_dir.join("ondemand.lock")).ok()?;
+    let f = crate::fsutil::open_lock(&data_dir.join("ondemand.lock")).ok()?;
     f.try_lock().ok()?;
     Some(f)
 }
@@ -208,7 +207,7 @@ impl Drop for Registration {
 pub fn register(data_dir: &Path, on_demand: bool, http: Option<&str>) -> Option<Registration> {
     let me = hooks_meta::live::this_process()?;
     let dir = data_dir.join("daemons");
-    context::create_private_dir(&dir).ok()?;
+    crate::fsutil::create_private_dir(&dir).ok()?;
     let path = dir.join(format!("{}.json", me.pid));
     let v = json!({
         "pid": me.pid,
@@ -220,7 +219,7 @@ pub fn register(data_dir: &Path, on_demand: bool, http: Option<&str>) -> Option<
     });
     // The single address file of earlier versions: the registrations say it now.
     let _ = std::fs::remove_file(data_dir.join("http.json"));
-    context::write_private(&path, &v.to_string()).ok()?;
+    crate::fsutil::write_private(&path, &v.to_string()).ok()?;
     Some(Registration(path))
 }
 
@@ -321,7 +320,7 @@ pub fn enable_command(unit: &Path) -> String {
     if cfg!(target_os = "macos") {
         format!(
             "launchctl load -w {}",
-            context::shell_quote(&unit.to_string_lossy())
+            crate::fsutil::shell_quote(&unit.to_string_lossy())
         )
     } else {
         format!(
@@ -334,7 +333,7 @@ pub fn disable_command(unit: &Path) -> String {
     if cfg!(target_os = "macos") {
         format!(
             "launchctl unload -w {}",
-            context::shell_quote(&unit.to_string_lossy())
+            crate::fsutil::shell_quote(&unit.to_string_lossy())
         )
     } else {
         format!("systemctl --user disable --now {SERVICE_NAME}.service")
@@ -414,6 +413,33 @@ fn xml_escape(s: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// Holds a shared lock on `serve.lock` while a daemon runs, so `status` and `doctor` can
+/// tell whether one is running (several may run at once).
+pub struct DaemonMark(#[allow(dead_code)] std::fs::File);
+
+pub fn mark_running(dir: &Path) -> Option<DaemonMark> {
+    let f = crate::fsutil::open_lock(&dir.join("serve.lock")).ok()?;
+    f.lock_shared().ok()?;
+    Some(DaemonMark(f))
+}
+
+/// Whether some daemon holds `serve.lock`.
+pub fn daemon_running(dir: &Path) -> bool {
+    let Ok(f) = std::fs::OpenOptions::new()
+        .read(true)
+        .open(dir.join("serve.lock"))
+    else {
+        return false;
+    };
+    match f.try_lock() {
+        Ok(()) => {
+            let _ = f.unlock();
+            false
+        }
+        Err(_) => true,
+    }
 }
 
 #[cfg(test)]

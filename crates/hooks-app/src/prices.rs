@@ -147,7 +147,7 @@ pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
                     "cacheWrite5m": p.cache_write_5m, "cacheRead": p.cache_read, "runs": runs})
             })
             .collect();
-        crate::commands::print_json(&serde_json::json!({
+        crate::output::print_json(&serde_json::json!({
             "taken": hooks_core::cost::PRICES_TAKEN,
             "source": hooks_core::cost::PRICES_SOURCE,
             "models": models,
@@ -175,7 +175,7 @@ pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
                 .map(|(m, p, n)| row(m, p, format!("learned from {n} runs"))),
         )
         .collect();
-    crate::commands::print_table(
+    crate::output::print_table(
         &[
             "MODEL",
             "INPUT",
@@ -210,7 +210,7 @@ fn learned(
     let Ok(store) = ctx.existing_store() else {
         return Ok(Vec::new());
     };
-    let runs = crate::commands::block_on(store.runs(&hooks_core::RunFilter {
+    let runs = crate::context::block_on(store.runs(&hooks_core::RunFilter {
         limit: Some(500),
         ..hooks_core::RunFilter::default()
     }))??;

@@ -120,7 +120,7 @@ impl FilePrompts {
             None => Err(match unapproved {
                 Some((real, project)) => PromptError::Unapproved {
                     file: real.display().to_string(),
-                    project: crate::context::shell_quote(&project.to_string_lossy()),
+                    project: crate::fsutil::shell_quote(&project.to_string_lossy()),
                 },
                 None => PromptError::NotFound {
                     file: file.to_string(),

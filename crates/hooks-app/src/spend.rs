@@ -6,10 +6,12 @@ use hooks_core::cost::{Budget, BudgetView, WhenReached};
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::cli::{BudgetCmd, SummaryBy};
-use crate::commands::{block_on, print_json, print_table, service};
+use crate::cli::BudgetCmd;
 use crate::context::SystemClock;
-use crate::doctor::usd;
+use crate::context::{block_on, service};
+use crate::options::SummaryBy;
+use crate::output::usd;
+use crate::output::{print_json, print_table};
 use crate::{AppError, AppResult, Context};
 
 /// One line for `status` and `budget show`: today's spend against the budget (in the

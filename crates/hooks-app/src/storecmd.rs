@@ -6,7 +6,7 @@ use hooks_core::ports::MetaError;
 use hooks_core::*;
 
 use crate::cli::StoreCmd;
-use crate::commands::block_on;
+use crate::context::block_on;
 use crate::context::{Store, StoreChoice};
 use crate::{AppError, AppResult, Context};
 

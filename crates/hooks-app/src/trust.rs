@@ -73,7 +73,7 @@ impl TrustList {
     pub fn save(&self, data_dir: &Path) -> AppResult {
         let text = serde_json::to_string_pretty(self)
             .map_err(|e| AppError::runtime(format!("could not serialise the trust list: {e}")))?;
-        crate::context::write_private(&data_dir.join(TRUST_FILE), &format!("{text}\n"))
+        crate::fsutil::write_private(&data_dir.join(TRUST_FILE), &format!("{text}\n"))
     }
 
     /// Whether `path` is approved with exactly these contents.

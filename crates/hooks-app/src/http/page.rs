@@ -15,7 +15,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
-use crate::http::{ApiError, Caller, HttpState, respond};
+use super::state::{ApiError, Caller, HttpState, respond};
 
 /// The API's description (OpenAPI 3.0).
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -186,13 +186,13 @@ pub async fn page(
     let lookup = match &asked {
         None => None,
         Some(sid) => Some(
-            match crate::commands::resolve_session(s.meta.as_ref(), &s.store, sid).await {
+            match crate::sessions::resolve_session(s.meta.as_ref(), &s.store, sid).await {
                 Err(e) => Err(crate::AppError::from(e).message),
                 Ok(sid) => {
                     let (v, facts, pending) =
-                        crate::commands::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid)
+                        crate::sessions::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid)
                             .await?;
-                    Ok(crate::commands::session_lines(&v, &facts, &pending, now))
+                    Ok(crate::sessions::session_lines(&v, &facts, &pending, now))
                 }
             },
         ),
@@ -315,7 +315,7 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
         },
         h.max_cost
             .usd()
-            .map(|c| format!(", cost ≤ {}", crate::doctor::usd(c)))
+            .map(|c| format!(", cost ≤ {}", crate::output::usd(c)))
             .unwrap_or_default()
     );
     let field = |name: &str, label: &str, value: String| -> Markup {
@@ -415,7 +415,7 @@ fn run_row(r: &RunRecord, now: stamp::Timestamp) -> Markup {
             }
             td.num data-label="took" { (r.took().map_or(dash.clone(), |d| secs(d.whole_milliseconds()))) }
             td.num data-label="API time" { (o.duration_ms.map_or(dash.clone(), |d| secs(i128::from(d)))) }
-            td.num data-label="cost" { (o.cost_usd.map_or(dash.clone(), crate::doctor::usd)) }
+            td.num data-label="cost" { (o.cost_usd.map_or(dash.clone(), crate::output::usd)) }
             td.num data-label="tokens" { (tokens.map_or(dash, |t| t.to_string())) }
         }
     }
@@ -446,19 +446,19 @@ fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
     let ticks = [0.0, top / 2.0, top];
     maud::html! {
         h2 { "Last 30 days" }
-        p.muted { (count(n, "run", "runs")) ", " (crate::doctor::usd(total)) " in all (UTC days)" }
+        p.muted { (count(n, "run", "runs")) ", " (crate::output::usd(total)) " in all (UTC days)" }
         svg #chart viewBox={ "0 " (-pad) " " (w) " " (h + 16.0 + pad) } width="100%" role="img"
-            aria-label={ "cost per day over the last 30 days, up to " (crate::doctor::usd(max)) } {
+            aria-label={ "cost per day over the last 30 days, up to " (crate::output::usd(max)) } {
             @for t in ticks {
                 @let y = h - if top > 0.0 { t / top * h } else { 0.0 };
                 line x1=(left) x2=(w) y1=(y) y2=(y) stroke="#e3e6ea" {}
-                text x=(left - 4.0) y=(y + 3.0) text-anchor="end" { (crate::doctor::usd(t)) }
+                text x=(left - 4.0) y=(y + 3.0) text-anchor="end" { (crate::output::usd(t)) }
             }
             @for (i, (day, (cost, runs))) in days.iter().enumerate() {
                 @let bh = if top > 0.0 { cost / top * h } else { 0.0 };
                 rect x=(format!("{:.1}", left + i as f64 * bw + 1.0)) y=(format!("{:.1}", h - bh))
                     width=(format!("{:.1}", bw - 2.0)) height=(format!("{bh:.1}")) fill="#4a78c2" {
-                    title { (day) ": " (crate::doctor::usd(*cost)) " over " (count(*runs, "run", "runs")) }
+                    title { (day) ": " (crate::output::usd(*cost)) " over " (count(*runs, "run", "runs")) }
                 }
             }
             text x=(left) y=(h + 13.0) { (today - time::Duration::days(29)) }
@@ -468,7 +468,7 @@ fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
             caption { "Cost and runs per day, last 30 days" }
             tr { th { "day" } th { "cost" } th { "runs" } }
             @for (day, (cost, runs)) in days.iter().rev() {
-                tr { td { (day) } td { (crate::doctor::usd(*cost)) } td { (runs) } }
+                tr { td { (day) } td { (crate::output::usd(*cost)) } td { (runs) } }
             }
         }
     }
@@ -554,7 +554,7 @@ pub async fn form(
         });
         (fields_ok, req)
     };
-    let bytes = crate::http::read_body(req).await?;
+    let bytes = super::state::read_body(req).await?;
     let fields: Vec<(String, String)> = String::from_utf8_lossy(&bytes)
         .split('&')
         .filter(|kv| !kv.is_empty())
@@ -564,7 +564,8 @@ pub async fn form(
         })
         .collect();
     let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.as_str());
-    if !headers_ok || !get("csrf").is_some_and(|t| crate::http::same(t.as_bytes(), csrf.as_bytes()))
+    if !headers_ok
+        || !get("csrf").is_some_and(|t| super::state::same(t.as_bytes(), csrf.as_bytes()))
     {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,
@@ -665,7 +666,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     let mut by: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
     let mut cost: BTreeMap<String, f64> = BTreeMap::new();
     let mut tokens: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
-    let mut duration = crate::http::Histogram::default();
+    let mut duration = super::state::Histogram::default();
     for r in runs
         .iter()
         .filter(|r| r.finished_at.is_some() || r.outcome.status.is_some())
@@ -685,7 +686,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
             }
         }
         if let Some(ms) = r.outcome.duration_ms {
-            duration.observe(crate::http::DURATION_BUCKETS, ms as f64 / 1000.0);
+            duration.observe(super::state::DURATION_BUCKETS, ms as f64 / 1000.0);
         }
     }
     let _ = writeln!(
@@ -725,7 +726,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
         &mut t,
         "hooks_app_run_duration_seconds",
         "How long follow-up runs took.",
-        crate::http::DURATION_BUCKETS,
+        super::state::DURATION_BUCKETS,
         &duration,
     );
     let late = m.lateness.lock().map(|g| g.clone()).unwrap_or_default();
@@ -733,7 +734,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
         &mut t,
         "hooks_app_lateness_seconds",
         "How late this daemon started follow-ups (start - due).",
-        crate::http::LATENESS_BUCKETS,
+        super::state::LATENESS_BUCKETS,
         &late,
     );
     let snap = s.store.snapshot().await?;
@@ -766,7 +767,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     Ok(t)
 }
 
-fn histogram(t: &mut String, name: &str, help: &str, buckets: &[f64], h: &crate::http::Histogram) {
+fn histogram(t: &mut String, name: &str, help: &str, buckets: &[f64], h: &super::state::Histogram) {
     let _ = writeln!(t, "# HELP {name} {help}\n# TYPE {name} histogram");
     for (i, b) in buckets.iter().enumerate() {
         let _ = writeln!(

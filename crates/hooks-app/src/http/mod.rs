@@ -10,38 +10,30 @@
 //! never logged. Bodies over 1 MiB are refused; a client that is slow to send its request
 //! is cut off.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use hooks_core::ports::SessionMeta;
-use hooks_core::service::{NotifyEvent, NotifyOutcome, NotifyReport, Service};
+use hooks_core::service::{NotifyEvent, NotifyOutcome, NotifyReport};
 use hooks_core::*;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
-use crate::context::Store;
-use crate::{AppError, Context};
+use crate::AppError;
 
-/// The most a request body may hold.
-pub const MAX_BODY: usize = 1024 * 1024;
-/// How long a client may take to send a request's head, and then its body.
-const READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a client may take, from `HOOKS_APP_HTTP_READ_TIMEOUT_MS` when set (tests use it).
-fn read_timeout() -> Duration {
-    std::env::var("HOOKS_APP_HTTP_READ_TIMEOUT_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .filter(|ms| *ms > 0)
-        .map_or(READ_TIMEOUT, Duration::from_millis)
-}
+mod page;
+mod state;
+
+pub use state::{
+    ApiError, Caller, HttpState, Metrics, SESSION_TTL, json_response, read_body, respond,
+};
+use state::{MAX_SESSIONS, PageSession, lock, read_timeout, same};
 
 /// The variable an installed `http` hook takes the token from.
 pub const TOKEN_ENV: &str = "HOOKS_APP_HTTP_TOKEN";
@@ -51,62 +43,8 @@ pub const TOKEN_FILE: &str = "http.token";
 pub const LOGIN_DIR: &str = "http-logins";
 /// How long a one-time login token lasts.
 pub const LOGIN_TTL_SECS: u64 = 300;
-/// How long a page session lasts without use; each use renews it.
-pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
-/// The most page sessions kept at once (the oldest goes first).
-const MAX_SESSIONS: usize = 64;
 /// The header an `http` hook carries the follow-up guard in.
 pub const FOLLOW_UP_HEADER: &str = "x-hooks-app-follow-up";
-
-/// Counters only this process can see: what came in over HTTP, and when runs started.
-#[derive(Default)]
-pub struct Metrics {
-    pub events: AtomicU64,
-    pub queued: AtomicU64,
-    pub skipped: Mutex<HashMap<String, u64>>,
-    /// Lateness (start − due) of the follow-ups this daemon fired, by histogram bucket.
-    pub lateness: Mutex<Histogram>,
-    /// When the last request but a health check came: an on-demand daemon someone is
-    /// using is not idle.
-    pub last_request: Mutex<Option<std::time::Instant>>,
-}
-
-/// A Prometheus histogram's counts.
-#[derive(Default, Clone)]
-pub struct Histogram {
-    pub counts: Vec<u64>,
-    pub sum: f64,
-    pub count: u64,
-}
-
-pub const LATENESS_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
-pub const DURATION_BUCKETS: &[f64] = &[1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
-
-impl Histogram {
-    pub fn observe(&mut self, buckets: &[f64], v: f64) {
-        if self.counts.len() != buckets.len() {
-            self.counts = vec![0; buckets.len()];
-        }
-        for (i, b) in buckets.iter().enumerate() {
-            if v <= *b {
-                self.counts[i] += 1;
-            }
-        }
-        self.sum += v;
-        self.count += 1;
-    }
-}
-
-impl Metrics {
-    /// A follow-up starts, `late` seconds after it was due.
-    pub fn started(&self, late: f64) {
-        lock(&self.lateness).observe(LATENESS_BUCKETS, late.max(0.0));
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// How the listener was asked for.
 #[derive(Debug, Clone)]
@@ -160,7 +98,7 @@ pub fn token(data_dir: &Path) -> Result<String, AppError> {
         }
     }
     let t = random_hex(32)?;
-    crate::context::write_private(&p, &format!("{t}\n"))?;
+    crate::fsutil::write_private(&p, &format!("{t}\n"))?;
     Ok(t)
 }
 
@@ -184,7 +122,7 @@ pub fn one_time_login(data_dir: &Path) -> Result<String, AppError> {
         .map(|d| d.as_secs())
         .unwrap_or(0)
         + LOGIN_TTL_SECS;
-    crate::context::write_private(&dir.join(token_hash(&t)), &format!("{until}\n"))?;
+    crate::fsutil::write_private(&dir.join(token_hash(&t)), &format!("{until}\n"))?;
     Ok(t)
 }
 
@@ -206,77 +144,6 @@ fn use_login(dir: &Path, t: &str) -> bool {
         .map(|d| d.as_secs())
         .unwrap_or(u64::MAX);
     text.trim().parse::<u64>().is_ok_and(|until| now <= until)
-}
-
-/// Equal, in a time that does not depend on where they differ.
-pub fn same(a: &[u8], b: &[u8]) -> bool {
-    let mut diff = a.len() ^ b.len();
-    for i in 0..a.len().max(b.len()) {
-        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
-    }
-    diff == 0
-}
-
-/// What the handlers share.
-pub struct HttpState {
-    pub svc: Arc<Service>,
-    pub store: Store,
-    pub meta: Arc<dyn SessionMeta>,
-    pub ctx: Context,
-    /// `None` with `--http-no-auth`.
-    pub token: Option<String>,
-    pub metrics: Arc<Metrics>,
-    /// Page sessions: cookie value → its CSRF token and when it lapses.
-    sessions: Mutex<HashMap<String, PageSession>>,
-    /// Where this server listens: the `Host` a request must name, and the cookie's name.
-    addr: SocketAddr,
-}
-
-struct PageSession {
-    csrf: String,
-    expires: std::time::Instant,
-}
-
-impl HttpState {
-    pub fn new(
-        svc: Arc<Service>,
-        store: Store,
-        meta: Arc<dyn SessionMeta>,
-        ctx: Context,
-        token: Option<String>,
-        metrics: Arc<Metrics>,
-        addr: SocketAddr,
-    ) -> Self {
-        Self {
-            svc,
-            store,
-            meta,
-            ctx,
-            token,
-            metrics,
-            sessions: Mutex::new(HashMap::new()),
-            addr,
-        }
-    }
-
-    /// The page's cookie, named for this port: cookies ignore ports (RFC 6265), so another
-    /// server on this host must not be sent a session of this one by its name.
-    pub fn cookie_name(&self) -> String {
-        format!("hooks_app_{}", self.addr.port())
-    }
-
-    /// Whether `host` (a request's `Host`) names this server: its address, or `localhost`
-    /// on its port. A page of another name reached through DNS rebinding is refused. An
-    /// address that is not loopback sits behind a proxy, whose name is not known here.
-    fn host_ok(&self, host: Option<&str>) -> bool {
-        if !self.addr.ip().is_loopback() {
-            return true;
-        }
-        let Some(host) = host else { return false };
-        let port = self.addr.port();
-        host.eq_ignore_ascii_case(&self.addr.to_string())
-            || host.eq_ignore_ascii_case(&format!("localhost:{port}"))
-    }
 }
 
 /// Binds the address (so a bad one fails before anything starts) and says where it is.
@@ -361,132 +228,6 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
             });
         }
     });
-}
-
-/// An API error: `{"error": {"field", "rule", "message"}}`.
-pub struct ApiError {
-    status: StatusCode,
-    field: String,
-    rule: String,
-}
-
-impl ApiError {
-    pub fn new(status: StatusCode, field: &str, rule: impl Into<String>) -> Self {
-        Self {
-            status,
-            field: field.to_owned(),
-            rule: rule.into(),
-        }
-    }
-    pub fn bad(field: &str, rule: impl Into<String>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, field, rule)
-    }
-    pub fn not_found(field: &str, rule: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, field, rule)
-    }
-    pub fn response(&self) -> Response<Full<Bytes>> {
-        let message = if self.field.is_empty() {
-            self.rule.clone()
-        } else {
-            format!("{}: {}", self.field, self.rule)
-        };
-        json_response(
-            self.status,
-            &json!({"error": {"field": self.field, "rule": self.rule, "message": message}}),
-        )
-    }
-}
-
-impl From<ValidationError> for ApiError {
-    fn from(e: ValidationError) -> Self {
-        Self::bad(e.field, e.rule)
-    }
-}
-
-impl From<hooks_core::service::ServiceError> for ApiError {
-    fn from(e: hooks_core::service::ServiceError) -> Self {
-        use hooks_core::ports::StoreError;
-        use hooks_core::service::ServiceError;
-        match e {
-            ServiceError::Store(StoreError::HookNotFound(id)) => {
-                Self::not_found("id", format!("no hook with id {id}"))
-            }
-            ServiceError::Store(StoreError::Invalid(v)) | ServiceError::Invalid(v) => v.into(),
-            other => Self::new(StatusCode::SERVICE_UNAVAILABLE, "", other.to_string()),
-        }
-    }
-}
-
-impl From<AppError> for ApiError {
-    fn from(e: AppError) -> Self {
-        if e.code == 2 {
-            let (field, rule) = e
-                .message
-                .split_once(": ")
-                .map_or(("", e.message.as_str()), |(f, r)| (f, r));
-            Self::bad(field, rule)
-        } else {
-            Self::new(StatusCode::SERVICE_UNAVAILABLE, "", e.message)
-        }
-    }
-}
-
-impl From<hooks_core::ports::StoreError> for ApiError {
-    fn from(e: hooks_core::ports::StoreError) -> Self {
-        hooks_core::service::ServiceError::Store(e).into()
-    }
-}
-
-pub fn json_response(status: StatusCode, v: &Value) -> Response<Full<Bytes>> {
-    let body = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
-    respond(status, "application/json", body)
-}
-
-pub fn respond(
-    status: StatusCode,
-    content_type: &str,
-    body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(body.into()));
-    *r.status_mut() = status;
-    let h = r.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(content_type) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    // The login link carries a token: no page of ours tells another site where it came from
-    // (same-origin, not no-referrer: with that, a browser sends `Origin: null` on the
-    // page's own form posts).
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("same-origin"),
-    );
-    if content_type.starts_with("text/html") {
-        // The page's own inline style and script, calls and forms to itself, nothing else.
-        h.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(
-                "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
-                 connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; \
-                 base-uri 'none'",
-            ),
-        );
-    }
-    r
-}
-
-/// Who made the request.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Caller {
-    /// The bearer token, or no auth at all.
-    Token,
-    /// The page's cookie: its CSRF token.
-    Page { csrf: String },
 }
 
 fn cookie<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
@@ -578,39 +319,6 @@ fn origin_ok(req: &Request<Incoming>) -> bool {
     }
 }
 
-/// The body, bounded and within the read timeout.
-pub async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
-    if req
-        .headers()
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok())
-        .is_some_and(|n| n > MAX_BODY as u64)
-    {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body",
-            format!("must be at most {MAX_BODY} bytes"),
-        ));
-    }
-    let limited = Limited::new(req.into_body(), MAX_BODY);
-    let limit = read_timeout();
-    match tokio::time::timeout(limit, limited.collect()).await {
-        Err(_) => Err(ApiError::new(
-            StatusCode::REQUEST_TIMEOUT,
-            "body",
-            format!("must arrive within {} ms", limit.as_millis()),
-        )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body",
-            format!("must be at most {MAX_BODY} bytes"),
-        )),
-        Ok(Err(e)) => Err(ApiError::bad("body", format!("could not be read: {e}"))),
-        Ok(Ok(c)) => Ok(c.to_bytes()),
-    }
-}
-
 fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(m)) => Ok(m),
@@ -627,7 +335,7 @@ fn query(req: &Request<Incoming>) -> Vec<(String, String)> {
         .filter(|kv| !kv.is_empty())
         .map(|kv| {
             let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (crate::page::url_decode(k), crate::page::url_decode(v))
+            (page::url_decode(k), page::url_decode(v))
         })
         .collect()
 }
@@ -715,11 +423,7 @@ async fn route(
     match (&method, seg.as_slice()) {
         (&Method::GET, ["api", "v1", "healthz"]) => return Ok(healthz(state).await),
         (&Method::GET, ["api", "v1", "openapi.json"]) => {
-            return Ok(respond(
-                StatusCode::OK,
-                "application/json",
-                crate::page::OPENAPI,
-            ));
+            return Ok(respond(StatusCode::OK, "application/json", page::OPENAPI));
         }
         (&Method::GET, ["login"]) => return Ok(login(state, &req)),
         (&Method::GET, ["favicon.ico"]) => {
@@ -729,7 +433,7 @@ async fn route(
     }
     let Some(caller) = authenticate(state, &req) else {
         if method == Method::GET && seg.is_empty() {
-            return Ok(crate::page::login_needed());
+            return Ok(page::login_needed());
         }
         let mut r = ApiError::new(
             StatusCode::UNAUTHORIZED,
@@ -791,7 +495,7 @@ async fn route(
     match (method, seg.as_slice()) {
         (Method::GET, []) => {
             let id = cookie(&req, &s.cookie_name()).map(str::to_owned);
-            let mut r = crate::page::page(s, &caller, &query(&req), None).await?;
+            let mut r = page::page(s, &caller, &query(&req), None).await?;
             // The browser's copy of the cookie is renewed with the server's.
             if matches!(caller, Caller::Page { .. })
                 && let Some(v) = session_cookie(s, id.as_deref())
@@ -802,16 +506,16 @@ async fn route(
         }
         (Method::POST, ["ui", rest @ ..]) => {
             let rest: Vec<String> = rest.iter().map(|x| (*x).to_owned()).collect();
-            crate::page::form(s, &caller, req, &rest).await
+            page::form(s, &caller, req, &rest).await
         }
         (Method::GET, ["metrics"]) => Ok(respond(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            crate::page::metrics(s).await?,
+            page::metrics(s).await?,
         )),
         (Method::GET, ["api", "v1", "version"]) => Ok(json_response(
             StatusCode::OK,
-            &json!({"version": crate::page::version(s).await?}),
+            &json!({"version": page::version(s).await?}),
         )),
         (Method::GET, ["api", "v1", "hooks"]) => {
             let hooks = s.svc.list_hooks().await?;
@@ -869,17 +573,17 @@ async fn route(
         }
         (Method::GET, ["api", "v1", "sessions", id]) => {
             SessionId::parse(id).map_err(|e| ApiError::bad("id", e.rule))?;
-            let sid = crate::commands::resolve_session(s.meta.as_ref(), &s.store, id)
+            let sid = crate::sessions::resolve_session(s.meta.as_ref(), &s.store, id)
                 .await
                 .map_err(|e| match e {
-                    crate::commands::SessionLookup::Invalid(e) => ApiError::from(e),
-                    crate::commands::SessionLookup::Ambiguous(m) => {
+                    crate::sessions::SessionLookup::Invalid(e) => ApiError::from(e),
+                    crate::sessions::SessionLookup::Ambiguous(m) => {
                         ApiError::bad("id", m.trim_start_matches("session: ").to_owned())
                     }
-                    crate::commands::SessionLookup::Unknown(m) => ApiError::not_found("id", m),
+                    crate::sessions::SessionLookup::Unknown(m) => ApiError::not_found("id", m),
                 })?;
             let (v, _, _) =
-                crate::commands::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid).await?;
+                crate::sessions::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid).await?;
             Ok(json_response(StatusCode::OK, &v))
         }
         (Method::POST, ["api", "v1", "events"]) => {
@@ -945,7 +649,7 @@ fn login(state: &HttpState, req: &Request<Incoming>) -> Response<Full<Bytes>> {
         return respond(
             StatusCode::UNAUTHORIZED,
             "text/html; charset=utf-8",
-            crate::page::message_page(
+            page::message_page(
                 "This login link is unknown, used or expired. Run `hooks-app open` for a new one.",
             ),
         );
@@ -1005,7 +709,7 @@ async fn logout(
         .split('&')
         .filter_map(|kv| kv.split_once('='))
         .find(|(k, _)| *k == "csrf")
-        .map(|(_, v)| crate::page::url_decode(v));
+        .map(|(_, v)| page::url_decode(v));
     if !origin || !given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
@@ -1020,7 +724,7 @@ async fn logout(
     let mut r = respond(
         StatusCode::OK,
         "text/html; charset=utf-8",
-        crate::page::message_page("Logged out. Run `hooks-app open` to log in again."),
+        page::message_page("Logged out. Run `hooks-app open` to log in again."),
     );
     if let Some(v) = session_cookie(state, None) {
         r.headers_mut().insert(header::SET_COOKIE, v);
@@ -1197,7 +901,7 @@ async fn events(
             // A follow-up's own Stop: this app started that run.
             Vec::new()
         } else {
-            let on = on_end.then_some(crate::cli::HookTrigger::SessionEnd);
+            let on = on_end.then_some(crate::options::HookTrigger::SessionEnd);
             let plan = crate::claude_hook::plan(&s.ctx, bytes, on, "body")?;
             match plan {
                 None => Vec::new(),

@@ -1,0 +1,99 @@
+//! Files and folders as the app keeps them: private (0600 files, 0700 folders), written
+//! whole by rename, and quoted for a shell. A leaf: it names no other module.
+
+use std::path::{Path, PathBuf};
+
+use crate::{AppError, AppResult};
+
+/// The folders of a data folder that hold what others must not read.
+pub const PRIVATE_DIRS: [&str; 4] = ["", "http-logins", "daemons", "sessions"];
+
+/// Quotes `s` for a POSIX shell when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// Replaces `path` with `text` atomically (a temp file beside it, renamed over it), the file
+/// private to its owner (0600), creating its folder if need be.
+pub fn write_private(path: &Path, text: &str) -> AppResult {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
+        std::process::id()
+    ));
+    create_private_dir(dir)
+        .and_then(|()| {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            std::fs::rename(&tmp, path)
+        })
+        .map_err(|e| AppError::runtime(format!("could not write {}: {e}", path.display())))
+}
+
+/// Creates `dir` and any missing parents private to their owner (0700); a folder that is
+/// already there keeps its mode.
+pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// The data folder's folders that others can enter or read, with their modes.
+pub fn loose_dirs(data_dir: &Path) -> Vec<(PathBuf, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    PRIVATE_DIRS
+        .iter()
+        .map(|d| data_dir.join(d))
+        .filter_map(|d| {
+            let m = std::fs::symlink_metadata(&d).ok()?;
+            let mode = m.permissions().mode() & 0o7777;
+            (m.is_dir() && mode & 0o077 != 0).then_some((d, mode))
+        })
+        .collect()
+}
+
+/// Makes the data folder's folders private (0700) where others could read them; says
+/// what it changed.
+pub fn tighten_data_dir(data_dir: &Path) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    loose_dirs(data_dir)
+        .into_iter()
+        .map(|(d, mode)| {
+            match std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)) {
+                Ok(()) => format!("made {} private (0700; it was {mode:04o})", d.display()),
+                Err(e) => format!(
+                    "could not make {} private (it is {mode:04o}): {e}",
+                    d.display()
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Opens (creating, 0600) a file that is only ever locked, never written.
+pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .open(path)
+}

@@ -1,0 +1,323 @@
+//! What the HTTP server's parts share: the state every handler holds, the process's
+//! counters, the error every handler answers with, responses with their security headers,
+//! and bounded request bodies.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hooks_core::ports::SessionMeta;
+use hooks_core::service::Service;
+use hooks_core::*;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use serde_json::{Value, json};
+
+use crate::context::Store;
+use crate::{AppError, Context};
+
+/// The most a request body may hold.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+/// How long a client may take to send a request's head, and then its body.
+pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client may take, from `HOOKS_APP_HTTP_READ_TIMEOUT_MS` when set (tests use it).
+pub(crate) fn read_timeout() -> Duration {
+    std::env::var("HOOKS_APP_HTTP_READ_TIMEOUT_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map_or(READ_TIMEOUT, Duration::from_millis)
+}
+
+/// How long a page session lasts without use; each use renews it.
+pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
+
+/// The most page sessions kept at once (the oldest goes first).
+pub(crate) const MAX_SESSIONS: usize = 64;
+
+/// Counters only this process can see: what came in over HTTP, and when runs started.
+#[derive(Default)]
+pub struct Metrics {
+    pub events: AtomicU64,
+    pub queued: AtomicU64,
+    pub skipped: Mutex<HashMap<String, u64>>,
+    /// Lateness (start − due) of the follow-ups this daemon fired, by histogram bucket.
+    pub lateness: Mutex<Histogram>,
+    /// When the last request but a health check came: an on-demand daemon someone is
+    /// using is not idle.
+    pub last_request: Mutex<Option<std::time::Instant>>,
+}
+
+/// A Prometheus histogram's counts.
+#[derive(Default, Clone)]
+pub struct Histogram {
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+pub const LATENESS_BUCKETS: &[f64] = &[0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
+
+pub const DURATION_BUCKETS: &[f64] = &[1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0];
+
+impl Histogram {
+    pub fn observe(&mut self, buckets: &[f64], v: f64) {
+        if self.counts.len() != buckets.len() {
+            self.counts = vec![0; buckets.len()];
+        }
+        for (i, b) in buckets.iter().enumerate() {
+            if v <= *b {
+                self.counts[i] += 1;
+            }
+        }
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+impl Metrics {
+    /// A follow-up starts, `late` seconds after it was due.
+    pub fn started(&self, late: f64) {
+        lock(&self.lateness).observe(LATENESS_BUCKETS, late.max(0.0));
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Equal, in a time that does not depend on where they differ.
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        diff |= usize::from(a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+/// What the handlers share.
+pub struct HttpState {
+    pub svc: Arc<Service>,
+    pub store: Store,
+    pub meta: Arc<dyn SessionMeta>,
+    pub ctx: Context,
+    /// `None` with `--http-no-auth`.
+    pub token: Option<String>,
+    pub metrics: Arc<Metrics>,
+    /// Page sessions: cookie value → its CSRF token and when it lapses.
+    pub(crate) sessions: Mutex<HashMap<String, PageSession>>,
+    /// Where this server listens: the `Host` a request must name, and the cookie's name.
+    pub(crate) addr: SocketAddr,
+}
+
+pub(crate) struct PageSession {
+    pub(crate) csrf: String,
+    pub(crate) expires: std::time::Instant,
+}
+
+impl HttpState {
+    pub fn new(
+        svc: Arc<Service>,
+        store: Store,
+        meta: Arc<dyn SessionMeta>,
+        ctx: Context,
+        token: Option<String>,
+        metrics: Arc<Metrics>,
+        addr: SocketAddr,
+    ) -> Self {
+        Self {
+            svc,
+            store,
+            meta,
+            ctx,
+            token,
+            metrics,
+            sessions: Mutex::new(HashMap::new()),
+            addr,
+        }
+    }
+
+    /// The page's cookie, named for this port: cookies ignore ports (RFC 6265), so another
+    /// server on this host must not be sent a session of this one by its name.
+    pub fn cookie_name(&self) -> String {
+        format!("hooks_app_{}", self.addr.port())
+    }
+
+    /// Whether `host` (a request's `Host`) names this server: its address, or `localhost`
+    /// on its port. A page of another name reached through DNS rebinding is refused. An
+    /// address that is not loopback sits behind a proxy, whose name is not known here.
+    pub(crate) fn host_ok(&self, host: Option<&str>) -> bool {
+        if !self.addr.ip().is_loopback() {
+            return true;
+        }
+        let Some(host) = host else { return false };
+        let port = self.addr.port();
+        host.eq_ignore_ascii_case(&self.addr.to_string())
+            || host.eq_ignore_ascii_case(&format!("localhost:{port}"))
+    }
+}
+
+/// An API error: `{"error": {"field", "rule", "message"}}`.
+pub struct ApiError {
+    status: StatusCode,
+    field: String,
+    rule: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, field: &str, rule: impl Into<String>) -> Self {
+        Self {
+            status,
+            field: field.to_owned(),
+            rule: rule.into(),
+        }
+    }
+    pub fn bad(field: &str, rule: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, field, rule)
+    }
+    pub fn not_found(field: &str, rule: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, field, rule)
+    }
+    pub fn response(&self) -> Response<Full<Bytes>> {
+        let message = if self.field.is_empty() {
+            self.rule.clone()
+        } else {
+            format!("{}: {}", self.field, self.rule)
+        };
+        json_response(
+            self.status,
+            &json!({"error": {"field": self.field, "rule": self.rule, "message": message}}),
+        )
+    }
+}
+
+impl From<ValidationError> for ApiError {
+    fn from(e: ValidationError) -> Self {
+        Self::bad(e.field, e.rule)
+    }
+}
+
+impl From<hooks_core::service::ServiceError> for ApiError {
+    fn from(e: hooks_core::service::ServiceError) -> Self {
+        use hooks_core::ports::StoreError;
+        use hooks_core::service::ServiceError;
+        match e {
+            ServiceError::Store(StoreError::HookNotFound(id)) => {
+                Self::not_found("id", format!("no hook with id {id}"))
+            }
+            ServiceError::Store(StoreError::Invalid(v)) | ServiceError::Invalid(v) => v.into(),
+            other => Self::new(StatusCode::SERVICE_UNAVAILABLE, "", other.to_string()),
+        }
+    }
+}
+
+impl From<AppError> for ApiError {
+    fn from(e: AppError) -> Self {
+        if e.code == 2 {
+            let (field, rule) = e
+                .message
+                .split_once(": ")
+                .map_or(("", e.message.as_str()), |(f, r)| (f, r));
+            Self::bad(field, rule)
+        } else {
+            Self::new(StatusCode::SERVICE_UNAVAILABLE, "", e.message)
+        }
+    }
+}
+
+impl From<hooks_core::ports::StoreError> for ApiError {
+    fn from(e: hooks_core::ports::StoreError) -> Self {
+        hooks_core::service::ServiceError::Store(e).into()
+    }
+}
+
+pub fn json_response(status: StatusCode, v: &Value) -> Response<Full<Bytes>> {
+    let body = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
+    respond(status, "application/json", body)
+}
+
+pub fn respond(
+    status: StatusCode,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // The login link carries a token: no page of ours tells another site where it came from
+    // (same-origin, not no-referrer: with that, a browser sends `Origin: null` on the
+    // page's own form posts).
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    if content_type.starts_with("text/html") {
+        // The page's own inline style and script, calls and forms to itself, nothing else.
+        h.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; \
+                 connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+                 base-uri 'none'",
+            ),
+        );
+    }
+    r
+}
+
+/// Who made the request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Caller {
+    /// The bearer token, or no auth at all.
+    Token,
+    /// The page's cookie: its CSRF token.
+    Page { csrf: String },
+}
+
+/// The body, bounded and within the read timeout.
+pub async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+    if req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        .is_some_and(|n| n > MAX_BODY as u64)
+    {
+        return Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body",
+            format!("must be at most {MAX_BODY} bytes"),
+        ));
+    }
+    let limited = Limited::new(req.into_body(), MAX_BODY);
+    let limit = read_timeout();
+    match tokio::time::timeout(limit, limited.collect()).await {
+        Err(_) => Err(ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "body",
+            format!("must arrive within {} ms", limit.as_millis()),
+        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body",
+            format!("must be at most {MAX_BODY} bytes"),
+        )),
+        Ok(Err(e)) => Err(ApiError::bad("body", format!("could not be read: {e}"))),
+        Ok(Ok(c)) => Ok(c.to_bytes()),
+    }
+}

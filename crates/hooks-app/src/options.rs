@@ -1,0 +1,70 @@
+//! The choices the command line offers that the rest of the app acts on: daemon modes,
+//! scopes, triggers, formats. A leaf: the CLI parses into these, and nothing here knows
+//! the CLI.
+
+use clap::ValueEnum;
+
+/// Seconds an on-demand daemon stays with nothing pending before it exits.
+pub const DEFAULT_IDLE_EXIT: u64 = 300;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RunnerKind {
+    Claude,
+    Webhook,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryBy {
+    Day,
+    Hook,
+    Model,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scope {
+    /// $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json
+    User,
+    /// <workspace>/.claude/settings.json, the file a team commits: a portable command
+    Project,
+    /// <workspace>/.claude/settings.local.json, Claude Code's personal per-project file
+    Local,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Trigger {
+    /// Claude's Stop event: queue when the reply ends with the DONE line
+    Stop,
+    /// Claude's SessionEnd event: queue when the session ends
+    SessionEnd,
+    /// Both
+    Both,
+}
+
+/// How the daemon runs once installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DaemonMode {
+    /// claude-hook starts `serve` in the background when it queues something and none
+    /// runs; it exits after a while with nothing pending
+    OnDemand,
+    /// A systemd user unit (Linux) or a launchd agent (macOS) runs `serve`
+    Service,
+    /// You run `serve`, or `tick` from cron
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HookTrigger {
+    SessionEnd,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    Command,
+    Http,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
