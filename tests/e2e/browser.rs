@@ -110,6 +110,23 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
             && !lookup.contains('{'),
         "the lookup reads like the CLI's: {lookup}"
     );
+    let v = next();
+    assert_eq!(v["step"], "paused", "{v}");
+    assert!(
+        v["banner"]
+            .as_str()
+            .unwrap()
+            .starts_with("Follow-ups are paused until `hooks-app unpause` (by the web page)"),
+        "{v}"
+    );
+    assert_eq!(v["resume"], "Resume follow-ups");
+    let v = next();
+    assert_eq!(
+        (v["banners"].as_u64(), v["button"].as_str()),
+        (Some(0), Some("Pause all follow-ups")),
+        "{v}"
+    );
+    assert_eq!(app.json(&["status"])["pause"]["paused"], false);
     assert_eq!(next()["step"], "done");
     let out = node.wait_with_output().unwrap();
     assert!(

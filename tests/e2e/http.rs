@@ -813,3 +813,34 @@ fn healthz_says_when_the_store_is_gone() {
     );
     d.stop();
 }
+
+#[test]
+fn the_api_pauses_and_unpauses_and_metrics_say_so() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    assert_eq!(d.get("/api/v1/pause").json(), json!({"paused": false}));
+    let p = d.send("PUT", "/api/v1/pause", r#"{"for": "30m"}"#);
+    assert_eq!(p.status, 200, "{p:?}");
+    assert_eq!(
+        (p.json()["paused"].clone(), p.json()["by"].clone()),
+        (json!(true), json!("the HTTP API"))
+    );
+    assert_eq!(app.json(&["status"])["pause"]["until"], p.json()["until"]);
+    let m = d.get("/metrics");
+    assert!(m.body.contains("\nhooks_app_paused 1\n"), "{}", m.body);
+    error_of(
+        &d.send("PUT", "/api/v1/pause", r#"{"colour": "red"}"#),
+        400,
+        "colour",
+    );
+    error_of(
+        &d.send("PUT", "/api/v1/pause", r#"{"for": "soon"}"#),
+        400,
+        "for",
+    );
+    let un = d.send("DELETE", "/api/v1/pause", "");
+    assert_eq!(un.json(), json!({"paused": false, "woken": 0}));
+    assert!(d.get("/metrics").body.contains("\nhooks_app_paused 0\n"));
+    d.stop();
+}

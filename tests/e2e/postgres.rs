@@ -268,3 +268,42 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("store: must be json:DIR"));
 }
+
+#[test]
+fn a_pause_on_postgres_holds_for_every_host() {
+    let url = hooks_testkit::pg::database();
+    let a = App::fake().on_store(&url).for_host("host-a");
+    let b = App::fake().on_store(&url).for_host("host-b");
+    a.ok(&["init"]);
+    b.ok(&["init"]);
+    let p = a.json(&["pause", "--for", "1h"]);
+    assert!(p["until"].is_string(), "{p}");
+    let seen = b.json(&["status"]);
+    assert_eq!(
+        seen["pause"]["paused"], true,
+        "host b sees host a's pause: {seen}"
+    );
+    assert_eq!(seen["pause"]["until"], p["until"]);
+    b.post_task_at_once();
+    let t = b.transcript("pg-p1", &b.proj, 1000);
+    b.ok(&[
+        "notify",
+        "--session",
+        "pg-p1",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    b.ok(&["tick", "--quiet-period", "0"]);
+    assert!(b.fake_log().is_empty(), "nothing started on host b");
+    let waiting = b.pending()[0]["waiting"]["reason"].clone();
+    assert!(
+        waiting
+            .as_str()
+            .is_some_and(|r| r.starts_with("paused until ")),
+        "{waiting}"
+    );
+    assert_eq!(b.json(&["unpause"])["woken"], 1);
+    assert_eq!(a.json(&["status"])["pause"]["paused"], false);
+    b.ok(&["tick", "--quiet-period", "0"]);
+    assert_eq!(b.fake_log(), ["pg-p1 post-task"]);
+}

@@ -326,3 +326,82 @@ fn read_only_commands_on_a_missing_data_folder_create_nothing() {
     let _ = app.run(&["--data-dir", dir, "doctor"]);
     assert!(!typo.exists(), "doctor created {dir}");
 }
+
+#[test]
+fn pause_holds_every_daemon_still_and_unpause_lets_what_waited_run_once() {
+    use hooks_testkit::wait_until;
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let out = app.ok(&["pause"]);
+    assert!(
+        out.contains("paused: nothing starts until `hooks-app unpause`"),
+        "{out}"
+    );
+    // Two daemons on one store: neither starts anything while paused.
+    let a = app.spawn(&["serve", "--quiet-period", "0"]);
+    let b = app.spawn(&["serve", "--quiet-period", "0"]);
+    for s in ["p-1", "p-2"] {
+        let t = app.transcript(s, &app.proj, 1000);
+        app.ok(&[
+            "notify",
+            "--session",
+            s,
+            "--transcript",
+            t.to_str().unwrap(),
+        ]);
+    }
+    assert!(
+        wait_until(30, || {
+            let p = app.pending();
+            p.len() == 2
+                && p.iter().all(|e| {
+                    e["waiting"]["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.starts_with("paused until `hooks-app unpause`"))
+                })
+        }),
+        "both wait on the pause: {:?}",
+        app.pending()
+    );
+    assert!(
+        app.fake_log().is_empty(),
+        "nothing started: {:?}",
+        app.fake_log()
+    );
+    let status = app.json(&["status"]);
+    assert_eq!(status["pause"]["paused"], true, "{status}");
+    assert!(
+        app.ok(&["status"])
+            .contains("paused        until `hooks-app unpause`")
+    );
+    assert_eq!(
+        app.json(&["pending"])[0]["retries"],
+        0,
+        "a pause uses up no retry"
+    );
+
+    let out = app.ok(&["unpause"]);
+    assert!(out.contains("unpaused; 2 waiting"), "{out}");
+    assert!(
+        wait_until(30, || app.fake_log().len() == 2 && app.pending().is_empty()),
+        "what waited ran: {:?} {:?}",
+        app.fake_log(),
+        app.pending()
+    );
+    let mut ran = app.fake_log();
+    ran.sort();
+    assert_eq!(ran, ["p-1 post-task", "p-2 post-task"], "each once");
+    for d in [a, b] {
+        signal(&d, libc::SIGTERM);
+        assert!(d.wait_with_output().unwrap().status.success());
+    }
+    // A pause for a while ends by itself; bad lengths change nothing.
+    let o = app.run(&["pause", "--for", "soon"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("for: must be a length of time"));
+    assert_eq!(app.json(&["status"])["pause"]["paused"], false);
+    let p = app.json(&["pause", "--for", "2h"]);
+    assert!(p["until"].is_string(), "{p}");
+    assert_eq!(app.json(&["unpause"])["paused"], false);
+}

@@ -151,6 +151,17 @@ pub enum Command {
     /// The daily budget for all follow-ups: set, show or clear it
     #[command(subcommand)]
     Budget(BudgetCmd),
+    /// Stop every follow-up from starting, in every daemon and host sharing the store
+    /// (entries still queue and wait), until `unpause` or for a while
+    Pause {
+        /// How long: 90s, 30m, 2h, 1d, 1h30m (default: until `hooks-app unpause`)
+        #[arg(long = "for", value_name = "DURATION")]
+        for_: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Let follow-ups start again; what waited on the pause runs now
+    Unpause(JsonFlag),
     /// What the app knows about a conversation ("why was it skipped?")
     Session {
         session: String,

@@ -81,6 +81,8 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         } => runs(&ctx, hook, session, limit, (summary, by, since), json.json)
             .map_err(|e| suggest_hook(&ctx, e))?,
         Command::Budget(cmd) => crate::spend::budget(&ctx, cmd)?,
+        Command::Pause { for_, json } => crate::pause::pause(&ctx, for_.as_deref(), json.json)?,
+        Command::Unpause(j) => crate::pause::unpause(&ctx, j.json)?,
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
         Command::Notify {
             session,

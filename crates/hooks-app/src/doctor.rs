@@ -53,9 +53,9 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let running = daemon_running(&ctx.data_dir);
     let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
     let daemons = crate::ondemand::running(&ctx.data_dir);
-    let budget = {
+    let (budget, paused) = {
         let (svc, _) = crate::context::service(ctx)?;
-        block_on(svc.budget())??
+        (block_on(svc.budget())??, block_on(svc.paused())??)
     };
     let http = crate::ondemand::http_url(&ctx.data_dir);
     let v = json!({
@@ -78,6 +78,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "firstGivesUpAt": first_give_up.map(stamp::format),
         "totalCostUsd": cost,
         "budget": budget.as_ref().map(|(b, bv)| crate::spend::budget_json(b, bv)),
+        "pause": crate::pause::pause_json(paused.as_ref()),
         "recentRuns": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
     });
     if as_json {
@@ -154,6 +155,12 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
                 "their conversations are"
             },
             stamp::format(t)
+        );
+    }
+    if let Some(p) = &paused {
+        println!(
+            "paused        {} (`hooks-app unpause` lets follow-ups start again)",
+            p.reason().trim_start_matches("paused ")
         );
     }
     match &budget {

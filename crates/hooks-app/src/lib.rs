@@ -17,6 +17,7 @@ mod jsonedit;
 mod ondemand;
 mod options;
 mod output;
+mod pause;
 mod prices;
 mod prompts;
 mod sessions;

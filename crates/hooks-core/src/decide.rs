@@ -9,7 +9,9 @@ use time::Duration;
 
 use crate::cost::{self, BudgetView, CostView, WhenReached};
 use crate::live::{RunLease, Waiting};
-use crate::model::{Hook, HookRules, Origin, PendingEntry, SessionFacts, Status};
+use crate::model::{
+    Hook, HookRules, Origin, PAUSE_WAIT, Pause, PendingEntry, SessionFacts, Status,
+};
 use crate::stamp::{self, Timestamp};
 
 /// The knobs of the fire decision.
@@ -190,6 +192,8 @@ pub struct FireInput<'a> {
     pub cost: Option<&'a CostView>,
     /// The store's daily budget and today's spend, when a budget is set.
     pub budget: Option<&'a BudgetView>,
+    /// Follow-ups are paused, when they are (whether it still holds is judged here).
+    pub paused: Option<&'a Pause>,
     pub now: Timestamp,
     pub policy: Policy,
 }
@@ -373,6 +377,22 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     }
     if i.facts.cwd().is_none() {
         return FireDecision::Finish(Status::error("the session's working directory is unknown"));
+    }
+    // Paused: it would run now, so it waits, using up no retry, until the pause ends (or
+    // an hour, to look again; unpausing wakes it at once).
+    if let Some(p) = i.paused.filter(|p| p.holds(now)) {
+        let since = match &i.entry.waiting {
+            Some(w) if w.reason.starts_with(PAUSE_WAIT) => w.since,
+            _ => now,
+        };
+        return FireDecision::Wait {
+            due_at: p.until.unwrap_or(now + Duration::hours(1)),
+            waiting: Waiting {
+                reason: p.reason(),
+                since,
+                open: false,
+            },
+        };
     }
     FireDecision::Fire
 }

@@ -949,3 +949,32 @@ impl RunFilter {
             && self.session_id.as_ref().is_none_or(|s| *s == r.session_id)
     }
 }
+
+/// The reason an entry waits while follow-ups are paused starts with this.
+pub const PAUSE_WAIT: &str = "paused";
+
+/// Follow-ups paused for every daemon and host sharing the store (`hooks-app pause`):
+/// while it holds, entries queue and wait, and nothing starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pause {
+    pub since: Timestamp,
+    /// When it ends by itself; `None` until `unpause`.
+    pub until: Option<Timestamp>,
+    /// Who paused (user and host), for whoever wonders why nothing runs.
+    pub by: String,
+}
+
+impl Pause {
+    /// Whether it holds at `now`.
+    pub fn holds(&self, now: Timestamp) -> bool {
+        self.until.is_none_or(|u| now < u)
+    }
+
+    /// Why an entry waits for it: `paused until …` or `paused until hooks-app unpause`.
+    pub fn reason(&self) -> String {
+        match self.until {
+            Some(u) => format!("{PAUSE_WAIT} until {} (by {})", stamp::format(u), self.by),
+            None => format!("{PAUSE_WAIT} until `hooks-app unpause` (by {})", self.by),
+        }
+    }
+}

@@ -135,6 +135,10 @@ pub trait HookStore: Send + Sync {
     async fn budget(&self) -> Result<Option<crate::cost::Budget>, StoreError>;
     /// Sets the daily budget, or removes it with `None`.
     async fn set_budget(&self, budget: Option<crate::cost::Budget>) -> Result<(), StoreError>;
+    /// Whether follow-ups are paused, for every process sharing the store.
+    async fn pause(&self) -> Result<Option<Pause>, StoreError>;
+    /// Pauses follow-ups, or (`None`) ends the pause.
+    async fn set_pause(&self, pause: Option<Pause>) -> Result<(), StoreError>;
 }
 
 /// What a long-running process needs of a store beyond its data: to learn that another

@@ -393,6 +393,7 @@ impl Service {
             }
             _ => None,
         };
+        let paused = store.pause().await?;
         let decision = decide::decide_fire(FireInput {
             hook: hook.as_ref(),
             entry,
@@ -401,6 +402,7 @@ impl Service {
             prompt_error: prompt_error.as_ref(),
             cost: cost.as_ref(),
             budget: budget.as_ref(),
+            paused: paused.as_ref(),
             now,
             policy: self.config.policy,
         });
@@ -890,6 +892,50 @@ impl Service {
             return Err(ServiceError::Invalid(ValidationError::new("timeZone", e)));
         }
         self.ports.store.set_budget(budget).await?;
+        self.wake_waiting(cost::BUDGET_WAIT).await
+    }
+
+    /// Whether follow-ups are paused now (a pause whose end has passed is not).
+    pub async fn paused(&self) -> Result<Option<Pause>, ServiceError> {
+        let now = self.now();
+        Ok(self.ports.store.pause().await?.filter(|p| p.holds(now)))
+    }
+
+    /// Pauses every follow-up of every process sharing the store, for `span` or until
+    /// [`Service::unpause`]. Returns the pause.
+    pub async fn pause(
+        &self,
+        span: Option<time::Duration>,
+        by: &str,
+    ) -> Result<Pause, ServiceError> {
+        if let Some(s) = span
+            && (s <= time::Duration::ZERO || s > time::Duration::days(365))
+        {
+            return Err(ServiceError::Invalid(ValidationError::new(
+                "for",
+                "must be a length of time from 1 s to 365 days",
+            )));
+        }
+        let now = self.now();
+        let pause = Pause {
+            since: now,
+            until: span.map(|s| now + s),
+            by: by.to_owned(),
+        };
+        self.ports.store.set_pause(Some(pause.clone())).await?;
+        // What already waits on an earlier pause takes the new end.
+        self.wake_waiting(PAUSE_WAIT).await?;
+        Ok(pause)
+    }
+
+    /// Ends the pause and wakes what waited for it; returns how many entries woke.
+    pub async fn unpause(&self) -> Result<usize, ServiceError> {
+        self.ports.store.set_pause(None).await?;
+        self.wake_waiting(PAUSE_WAIT).await
+    }
+
+    /// Wakes the sessions of the entries whose wait reason starts with `prefix`.
+    async fn wake_waiting(&self, prefix: &str) -> Result<usize, ServiceError> {
         let store = &self.ports.store;
         let mut sessions: Vec<SessionId> = store
             .snapshot()
@@ -899,7 +945,7 @@ impl Service {
             .filter(|p| {
                 p.waiting
                     .as_ref()
-                    .is_some_and(|w| w.reason.starts_with(cost::BUDGET_WAIT))
+                    .is_some_and(|w| w.reason.starts_with(prefix))
             })
             .map(|p| p.session_id)
             .collect();

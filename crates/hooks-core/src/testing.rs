@@ -52,6 +52,7 @@ struct StoreState {
     pending: Vec<PendingEntry>,
     runs: Vec<RunRecord>,
     budget: Option<crate::cost::Budget>,
+    pause: Option<Pause>,
 }
 
 /// A hook store in memory, with the same rules as the file store.
@@ -231,6 +232,15 @@ impl HookStore for InMemoryStore {
 
     async fn budget(&self) -> Result<Option<crate::cost::Budget>, StoreError> {
         Ok(lock(&self.0).budget.clone())
+    }
+
+    async fn pause(&self) -> Result<Option<Pause>, StoreError> {
+        Ok(lock(&self.0).pause.clone())
+    }
+
+    async fn set_pause(&self, pause: Option<Pause>) -> Result<(), StoreError> {
+        lock(&self.0).pause = pause;
+        Ok(())
     }
 
     async fn set_budget(&self, budget: Option<crate::cost::Budget>) -> Result<(), StoreError> {

@@ -810,6 +810,7 @@ fn fire_decision_table() {
             prompt_error: prompt_error.as_ref(),
             cost: None,
             budget: None,
+            paused: None,
             now,
             policy,
         });
@@ -834,6 +835,7 @@ fn retries_run_out_after_ten() {
             prompt_error: None,
             cost: None,
             budget: None,
+            paused: None,
             now,
             policy,
         }) {
@@ -1173,6 +1175,7 @@ async fn a_fenced_complete_still_records_the_run() {
     let e2 = entry.clone();
     store.expect_get_hook().returning(|_| Ok(Some(hook())));
     store.expect_budget().returning(|| Ok(None));
+    store.expect_pause().returning(|| Ok(None));
     store.expect_append_run().times(2).returning(|_| Ok(()));
     store.expect_wake().returning(|_, _, _| Ok(0));
     store
@@ -1313,6 +1316,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
             prompt_error: None,
             cost: None,
             budget: None,
+            paused: None,
             now,
             policy,
         })
@@ -1386,6 +1390,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
             prompt_error: None,
             cost: None,
             budget: None,
+            paused: None,
             now: t0(),
             policy,
         })
@@ -1983,6 +1988,7 @@ mod costs {
                 prompt_error: None,
                 cost: cost.as_ref(),
                 budget: None,
+                paused: None,
                 now,
                 policy: Policy::default(),
             });
@@ -2150,6 +2156,7 @@ mod costs {
                 prompt_error: None,
                 cost: Some(&cost),
                 budget: Some(&budget),
+                paused: None,
                 now: t0(),
                 policy: Policy::default(),
             });
@@ -2272,5 +2279,58 @@ mod costs {
         };
         assert_eq!(o.to_args(), ["--max-budget-usd", "0.5"]);
         assert!(RunOptions::default().to_args().is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_pause_holds_every_start_until_it_ends_or_is_lifted() {
+    let w = world();
+    w.meta
+        .set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    w.service.notify(&done_event("s1")).await.unwrap();
+    let p = w
+        .service
+        .pause(Some(Duration::hours(2)), "me@host")
+        .await
+        .unwrap();
+    assert_eq!(p.until, Some(w.service.now() + Duration::hours(2)));
+    w.clock.advance(Duration::seconds(10));
+    let r = fire_all(&w).await;
+    match &r[0].action {
+        FireAction::Waiting { due_at, waiting } => {
+            assert_eq!(Some(*due_at), p.until, "it waits for the pause's end");
+            assert!(
+                waiting.reason.starts_with("paused until "),
+                "{}",
+                waiting.reason
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.runner.count(), 0, "nothing started");
+    let e = &w.store.snapshot().await.unwrap().pending[0];
+    assert_eq!(e.retries, 0, "a pause uses up no retry");
+
+    // Lifted: what waited wakes at once and runs.
+    assert_eq!(w.service.unpause().await.unwrap(), 1);
+    assert_eq!(w.service.paused().await.unwrap(), None);
+    let r = fire_all(&w).await;
+    assert!(
+        matches!(r[0].action, FireAction::Ran(_)),
+        "{:?}",
+        r[0].action
+    );
+    assert_eq!(w.runner.count(), 1);
+
+    // A pause that has ended holds nothing.
+    w.service
+        .pause(Some(Duration::minutes(1)), "me@host")
+        .await
+        .unwrap();
+    w.clock.advance(Duration::minutes(2));
+    assert_eq!(w.service.paused().await.unwrap(), None);
+    for bad in [Duration::ZERO, Duration::days(400)] {
+        let e = w.service.pause(Some(bad), "me").await.unwrap_err();
+        assert!(e.to_string().contains("for: must be"), "{e}");
     }
 }

@@ -641,3 +641,39 @@ impl BudgetDto {
         }
     }
 }
+
+/// The top-level key of a pause, this project's (the original keeps it as an unknown
+/// field).
+pub const PAUSE_KEY: &str = "paused";
+
+/// A pause as stored.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PauseDto {
+    pub since: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<String>,
+    pub by: String,
+}
+
+impl PauseDto {
+    pub fn read(raw: &RawValue) -> Result<hooks_core::Pause, ValidationError> {
+        let bad = |why: String| ValidationError::new("paused", why);
+        let d: PauseDto = serde_json::from_str(raw.get())
+            .map_err(|e| bad(format!("must be an object with since and by ({e})")))?;
+        let at = |s: &str| stamp::parse(s).ok_or_else(|| bad(format!("{s:?} is not a time")));
+        Ok(hooks_core::Pause {
+            since: at(&d.since)?,
+            until: d.until.as_deref().map(at).transpose()?,
+            by: d.by,
+        })
+    }
+
+    pub fn from_pause(p: &hooks_core::Pause) -> Self {
+        Self {
+            since: stamp::format(p.since),
+            until: p.until.map(stamp::format),
+            by: p.by.clone(),
+        }
+    }
+}

@@ -775,6 +775,27 @@ impl HookStore for JsonStore {
         }
     }
 
+    async fn pause(&self) -> Result<Option<hooks_core::Pause>, StoreError> {
+        let file = self.read_file()?;
+        match file.extra.iter().find(|(k, _)| k == dto::PAUSE_KEY) {
+            None => Ok(None),
+            Some((_, raw)) => dto::PauseDto::read(raw)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("{STORE_FILE}: {e}"))),
+        }
+    }
+
+    async fn set_pause(&self, pause: Option<hooks_core::Pause>) -> Result<(), StoreError> {
+        let raw = match &pause {
+            Some(p) => Some(
+                serde_json::value::to_raw_value(&dto::PauseDto::from_pause(p))
+                    .map_err(|e| StoreError::Io(format!("could not serialise the pause: {e}")))?,
+            ),
+            None => None,
+        };
+        self.set_extra(dto::PAUSE_KEY, raw)
+    }
+
     async fn set_budget(&self, budget: Option<hooks_core::cost::Budget>) -> Result<(), StoreError> {
         let raw = match &budget {
             Some(b) => Some(
@@ -783,12 +804,19 @@ impl HookStore for JsonStore {
             ),
             None => None,
         };
+        self.set_extra(dto::BUDGET_KEY, raw)
+    }
+}
+
+impl JsonStore {
+    /// Sets (or, `None`, removes) one of this project's top-level keys of the store file.
+    fn set_extra(&self, key: &str, raw: Option<Box<RawValue>>) -> Result<(), StoreError> {
         self.change(|state| {
             let extra = &mut state.file.extra;
-            let at = extra.iter().position(|(k, _)| k == dto::BUDGET_KEY);
+            let at = extra.iter().position(|(k, _)| k == key);
             match (at, raw) {
                 (Some(i), Some(r)) => extra[i].1 = r,
-                (None, Some(r)) => extra.push((dto::BUDGET_KEY.to_owned(), r)),
+                (None, Some(r)) => extra.push((key.to_owned(), r)),
                 (Some(i), None) => {
                     extra.remove(i);
                 }

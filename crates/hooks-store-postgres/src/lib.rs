@@ -1027,6 +1027,50 @@ impl HookStore for PgStore {
         .await
     }
 
+    async fn pause(&self) -> Result<Option<Pause>, StoreError> {
+        self.run(|inner| async move {
+            let c = inner.conn().await?;
+            Ok(
+                c.query_opt("SELECT since, until, paused_by FROM pause", &[])
+                    .await
+                    .map_err(db)?
+                    .map(|r| Pause {
+                        since: r.get(0),
+                        until: r.get(1),
+                        by: r.get(2),
+                    }),
+            )
+        })
+        .await
+    }
+
+    async fn set_pause(&self, pause: Option<Pause>) -> Result<(), StoreError> {
+        self.run(move |inner| {
+            let pause = pause.clone();
+            async move {
+                let c = inner.conn().await?;
+                match pause {
+                    None => {
+                        c.execute("DELETE FROM pause", &[]).await.map_err(db)?;
+                    }
+                    Some(p) => {
+                        c.execute(
+                            "INSERT INTO pause (only_row, since, until, paused_by) \
+                             VALUES (true, $1, $2, $3) ON CONFLICT (only_row) DO UPDATE SET \
+                             since = EXCLUDED.since, until = EXCLUDED.until, \
+                             paused_by = EXCLUDED.paused_by",
+                            &[&p.since, &p.until, &p.by],
+                        )
+                        .await
+                        .map_err(db)?;
+                    }
+                }
+                Ok(())
+            }
+        })
+        .await
+    }
+
     async fn set_budget(&self, budget: Option<cost::Budget>) -> Result<(), StoreError> {
         self.run(move |inner| async move {
             let c = inner.conn().await?;

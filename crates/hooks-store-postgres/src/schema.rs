@@ -11,10 +11,13 @@ use crate::convert::insert_hook;
 use crate::db;
 
 /// The migrations, by version.
-pub const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("../migrations/0001_init.sql"))];
+pub const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("../migrations/0001_init.sql")),
+    (2, include_str!("../migrations/0002_pause.sql")),
+];
 
 /// The version this program's schema has.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Any number: names the advisory lock migrations hold.
 const MIGRATION_LOCK: i64 = 0x686f_6f6b_7361_7070;

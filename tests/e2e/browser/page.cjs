@@ -58,6 +58,15 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.goto(new URL('/', process.env.LOGIN_URL).toString());
     await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
+
+    // The kill switch: pause, see it said, resume.
+    await Promise.all([page.waitForNavigation(), page.locator('button[name=pause]').click()]);
+    const banner = (await page.locator('.paused').innerText()).trim();
+    const resume = (await page.locator('button[name=pause]').innerText()).trim();
+    say({ step: 'paused', banner, resume });
+    await Promise.all([page.waitForNavigation(), page.locator('button[name=pause]').click()]);
+    say({ step: 'resumed', banners: await page.locator('.paused').count(),
+      button: (await page.locator('button[name=pause]').innerText()).trim() });
     say({ step: 'done' });
   } finally {
     await browser.close();

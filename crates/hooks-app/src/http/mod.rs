@@ -556,6 +556,34 @@ async fn route(
                 .await?;
             Ok(json_response(StatusCode::OK, &crate::shapes::hook(&h)))
         }
+        (Method::GET, ["api", "v1", "pause"]) => Ok(json_response(
+            StatusCode::OK,
+            &crate::pause::pause_json(s.svc.paused().await?.as_ref()),
+        )),
+        (Method::PUT, ["api", "v1", "pause"]) => {
+            let bytes = read_body(req).await?;
+            let m = if bytes.iter().all(u8::is_ascii_whitespace) {
+                Map::new()
+            } else {
+                json_object(&bytes)?
+            };
+            if let Some(k) = m.keys().find(|k| *k != "for") {
+                return Err(ApiError::bad(k, "is not a field of a pause (only for)"));
+            }
+            let span = text(&m, "for")?.map(crate::pause::parse_span).transpose()?;
+            let p = s.svc.pause(span, "the HTTP API").await?;
+            Ok(json_response(
+                StatusCode::OK,
+                &crate::pause::pause_json(Some(&p)),
+            ))
+        }
+        (Method::DELETE, ["api", "v1", "pause"]) => {
+            let woken = s.svc.unpause().await?;
+            Ok(json_response(
+                StatusCode::OK,
+                &json!({"paused": false, "woken": woken}),
+            ))
+        }
         (Method::GET, ["api", "v1", "pending"]) => {
             let snap = s.store.snapshot().await?;
             Ok(json_response(
@@ -634,6 +662,7 @@ fn allowed(seg: &[&str]) -> Vec<&'static str> {
         ["api", "v1", "hooks", _, "enable" | "disable"] => vec!["POST"],
         ["api", "v1", "sessions", _] => vec!["GET"],
         ["api", "v1", "events"] => vec!["POST"],
+        ["api", "v1", "pause"] => vec!["GET", "PUT", "DELETE"],
         _ => Vec::new(),
     }
 }

@@ -58,7 +58,7 @@ form.inline{display:inline}details{margin:.2em 0}\
 form.edit{display:grid;grid-template-columns:repeat(auto-fit,minmax(14em,1fr));gap:.5em 1em;margin:.4em 0}\
 form.edit label{display:flex;flex-direction:column;font-size:.9em}form.edit input{width:100%;box-sizing:border-box;font:inherit;padding:3px}\
 form.edit button{justify-self:start;align-self:end}\
-.muted{color:#666}.num{text-align:right;white-space:nowrap}code{font-size:.92em}\
+.paused{background:#fff0c2;color:#6b4d00;padding:6px 10px;border-radius:6px}.muted{color:#666}.num{text-align:right;white-space:nowrap}code{font-size:.92em}\
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}\
 svg text{font-size:10px;fill:#555}#chart{max-width:720px;display:block}\
 @media(max-width:640px){body{padding:8px}table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%;box-sizing:border-box}\
@@ -198,6 +198,7 @@ pub async fn page(
         ),
     };
     let version = version(s).await?;
+    let paused = s.svc.paused().await?;
     let body = maud::html! {
         h1 { "hooks-app" }
         p.muted {
@@ -211,6 +212,19 @@ pub async fn page(
             form.inline method="post" action="/logout" {
                 input type="hidden" name="csrf" value=(csrf);
                 button { "Log out" }
+            }
+        }
+        @if let Some(p) = &paused {
+            p.paused role="status" { "Follow-ups are " (p.reason()) ": nothing starts." }
+        }
+        @if !csrf.is_empty() {
+            form.inline method="post" action="/ui/pause" {
+                input type="hidden" name="csrf" value=(csrf);
+                @if paused.is_some() {
+                    button type="submit" name="pause" data-paused="true" { "Resume follow-ups" }
+                } @else {
+                    button type="submit" name="pause" data-paused="false" { "Pause all follow-ups" }
+                }
             }
         }
         h2 { "Hooks" }
@@ -491,7 +505,7 @@ fn nice_ceiling(x: f64) -> f64 {
 pub async fn version(s: &HttpState) -> Result<String, ApiError> {
     let snap = s.store.snapshot().await?;
     let runs = s.store.runs(&RunFilter::default()).await?;
-    let mut v = String::new();
+    let mut v = format!("pause:{:?};", s.store.pause().await?);
     for h in &snap.hooks {
         let _ = write!(
             v,
@@ -575,6 +589,18 @@ pub async fn form(
     }
     let id = match rest.first().map(|s| s.as_str()) {
         Some("hooks") => rest.get(1).cloned().unwrap_or_default(),
+        // The kill switch: pause until unpaused, or unpause.
+        Some("pause") if rest.len() == 1 => {
+            if s.svc.paused().await?.is_some() {
+                s.svc.unpause().await?;
+            } else {
+                s.svc.pause(None, "the web page").await?;
+            }
+            let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "saved");
+            r.headers_mut()
+                .insert(header::LOCATION, HeaderValue::from_static("/"));
+            return Ok(r);
+        }
         _ => return Err(ApiError::not_found("path", "no such form")),
     };
     let id = HookId::parse(&id).map_err(|e| ApiError::not_found("id", e.rule))?;
@@ -759,6 +785,11 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     for (st, n) in states {
         let _ = writeln!(t, "hooks_app_pending{{state=\"{st}\"}} {n}");
     }
+    let _ = writeln!(
+        t,
+        "# HELP hooks_app_paused Whether follow-ups are paused (hooks-app pause), for every daemon sharing the store.\n# TYPE hooks_app_paused gauge\nhooks_app_paused {}",
+        u8::from(s.svc.paused().await?.is_some())
+    );
     let _ = writeln!(
         t,
         "# HELP hooks_app_runs_in_progress Follow-ups this daemon is running now.\n# TYPE hooks_app_runs_in_progress gauge\nhooks_app_runs_in_progress {}",
