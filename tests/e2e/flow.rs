@@ -260,3 +260,39 @@ fn a_subagent_conversation_is_skipped() {
         (Some("skipped"), Some("subagent conversation"))
     );
 }
+
+#[test]
+fn prompt_variables_reach_claude_filled_and_an_unknown_one_is_named() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install", "--daemon", "none"]);
+    app.post_task_at_once();
+    let prompt = app.proj.join(".claude/agents/hooks/post-task.md");
+    std::fs::write(
+        &prompt,
+        "Follow-up {{hook_id}} of {{session_id}}, try {{attempt}}.\nYou last said: {{last_message}}\nSay COMPLETED.\n",
+    )
+    .unwrap();
+    let sid = app.claude("build it SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert_eq!(app.runs()[0]["status"], "ok", "{:?}", app.runs());
+    assert!(
+        app.api
+            .saw(&format!("Follow-up post-task of {sid}, try 1."))
+            && app.api.saw("You last said: "),
+        "the filled prompt reached the API"
+    );
+    assert!(!app.api.saw("{{session_id}}"), "no variable left unfilled");
+
+    // A mistyped variable: doctor names it and its line, and nothing runs.
+    std::fs::write(&prompt, "Tidy up.\nThen {{sesion_id}}.\n").unwrap();
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("FAIL prompt file")
+            && doctor.contains("line 2: unknown variable {{sesion_id}}"),
+        "{doctor}"
+    );
+}

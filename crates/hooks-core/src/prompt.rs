@@ -192,18 +192,104 @@ pub fn parse_options(frontmatter: &str) -> Result<RunOptions, ValidationError> {
 pub fn parse_prompt(text: &str) -> Result<Prompt, ValidationError> {
     let (fm, body) = split_frontmatter(text);
     let options = fm.map(parse_options).transpose()?.unwrap_or_default();
-    let body = body.trim();
-    if body.is_empty() {
+    let trimmed = body.trim();
+    if trimmed.is_empty() {
         return Err(ValidationError::new(
             "prompt",
             "the prompt file has no body after its frontmatter",
         ));
     }
+    // Lines are counted in the file, as an editor shows them.
+    let before = text.len() - body.len() + (body.len() - body.trim_start().len());
+    let first_line = text[..before].matches('\n').count() + 1;
+    check_variables(trimmed, first_line)?;
+    let body = trimmed;
     Ok(Prompt {
         body: body.to_owned(),
         options,
     })
 }
+
+/// The variables a prompt body may use, as `{{name}}`; `{{{{` writes `{{`.
+pub const PROMPT_VARIABLES: [&str; 8] = [
+    "session_id",
+    "cwd",
+    "transcript_path",
+    "hook_id",
+    "last_message",
+    "error",
+    "due_at",
+    "attempt",
+];
+
+/// A body in pieces: text as it is, and variables by name.
+enum Piece<'a> {
+    Text(&'a str),
+    Var(&'a str),
+}
+
+/// Splits a body into text and variables; `Err` is (the line in the body, counted from
+/// 0, and what is wrong there).
+fn pieces(body: &str) -> Result<Vec<Piece<'_>>, (usize, String)> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    let line_of = |at: &str| body[..body.len() - at.len()].matches('\n').count();
+    while let Some(i) = rest.find("{{") {
+        out.push(Piece::Text(&rest[..i]));
+        let after = &rest[i + 2..];
+        if let Some(more) = after.strip_prefix("{{") {
+            out.push(Piece::Text("{{"));
+            rest = more;
+            continue;
+        }
+        let Some(end) = after.find("}}") else {
+            return Err((
+                line_of(&rest[i..]),
+                "{{ without a closing }} (write {{{{ for a literal {{)".to_owned(),
+            ));
+        };
+        let name = after[..end].trim();
+        if !PROMPT_VARIABLES.contains(&name) {
+            return Err((
+                line_of(&rest[i..]),
+                format!(
+                    "unknown variable {{{{{name}}}}} (the variables are {}; write {{{{{{{{ for a literal {{{{)",
+                    PROMPT_VARIABLES.join(", ")
+                ),
+            ));
+        }
+        out.push(Piece::Var(name));
+        rest = &after[end + 2..];
+    }
+    out.push(Piece::Text(rest));
+    Ok(out)
+}
+
+/// Checks that a body uses only known variables; the error names the variable and its
+/// line in the file (the body starting at `first_line`).
+pub fn check_variables(body: &str, first_line: usize) -> Result<(), ValidationError> {
+    pieces(body).map(|_| ()).map_err(|(line, why)| {
+        ValidationError::new("prompt", format!("line {}: {why}", first_line + line))
+    })
+}
+
+/// The body with each variable replaced by its value; a body that does not check is
+/// returned as it is (it never reaches here: [`parse_prompt`] refuses it).
+pub fn render(body: &str, value: impl Fn(&str) -> String) -> String {
+    match pieces(body) {
+        Err(_) => body.to_owned(),
+        Ok(ps) => ps
+            .into_iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.to_owned(),
+                Piece::Var(v) => value(v),
+            })
+            .collect(),
+    }
+}
+
+/// The most of the conversation's last message `{{last_message}}` takes.
+pub const LAST_MESSAGE_CAP: usize = 4096;
 
 /// Errors of a [`PromptSource`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

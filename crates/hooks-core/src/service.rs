@@ -3,7 +3,7 @@
 //! It holds no state of its own but the leases of the follow-ups this process is running;
 //! everything durable lives behind the ports.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -156,6 +156,42 @@ struct FirePlan {
     /// The estimate, and the model it was made for (or named, without a price).
     estimate: Option<f64>,
     model: Option<String>,
+    /// The values of the prompt's variables.
+    vars: BTreeMap<&'static str, String>,
+}
+
+/// The values of a prompt's variables for a follow-up of `hook` on `entry`'s conversation.
+fn prompt_vars(
+    entry: &PendingEntry,
+    hook: &Hook,
+    facts: &SessionFacts,
+    cwd: &str,
+) -> BTreeMap<&'static str, String> {
+    let t = facts.transcript.as_ref();
+    let mut last = t
+        .and_then(|t| t.last_assistant_text.clone())
+        .unwrap_or_default();
+    if last.len() > crate::prompt::LAST_MESSAGE_CAP {
+        let mut cut = crate::prompt::LAST_MESSAGE_CAP;
+        while !last.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        last.truncate(cut);
+    }
+    BTreeMap::from([
+        ("session_id", entry.session_id.to_string()),
+        ("cwd", cwd.to_owned()),
+        (
+            "transcript_path",
+            t.map(|t| t.path.clone()).unwrap_or_default(),
+        ),
+        ("hook_id", hook.id.to_string()),
+        ("last_message", last),
+        // Set for a follow-up of a failed conversation; none fails yet.
+        ("error", String::new()),
+        ("due_at", entry.became_due().to_string()),
+        ("attempt", (entry.retries + 1).to_string()),
+    ])
 }
 
 /// The use cases of hooks-app.
@@ -446,12 +482,14 @@ impl Service {
                         Some(CostView::NoPrice { model }) => (None, Some(model)),
                         _ => (None, None),
                     };
+                    let vars = prompt_vars(entry, &hook, &facts, cwd);
                     return Ok(Decided::Fire(Box::new(FirePlan {
                         hook,
                         prompt,
                         cwd: cwd.to_owned(),
                         estimate,
                         model,
+                        vars,
                     })));
                 }
                 // decide_fire fires only with all three; should that ever break, record it
@@ -700,11 +738,14 @@ impl Service {
     ) -> Result<FireAction, ServiceError> {
         let FirePlan {
             hook,
-            prompt,
+            mut prompt,
             cwd,
             estimate: estimated_cost_usd,
             model,
+            vars,
         } = plan;
+        prompt.body =
+            crate::prompt::render(&prompt.body, |v| vars.get(v).cloned().unwrap_or_default());
         let key = entry.key();
         let session = &entry.session_id;
         let started_at = self.now();

@@ -2334,3 +2334,79 @@ async fn a_pause_holds_every_start_until_it_ends_or_is_lifted() {
         assert!(e.to_string().contains("for: must be"), "{e}");
     }
 }
+
+#[test]
+fn prompt_variables_are_checked_at_parse_and_filled_at_run() {
+    let p = parse_prompt(
+        "---\nmodel: sonnet\n---\n\nSession {{session_id}} in {{ cwd }}, try {{attempt}}.\nKeep {{{{raw}} as is.\n",
+    )
+    .unwrap();
+    let out = render(&p.body, |v| format!("<{v}>"));
+    assert_eq!(
+        out,
+        "Session <session_id> in <cwd>, try <attempt>.\nKeep {{raw}} as is."
+    );
+    // An unknown variable names itself and its line in the file (frontmatter counted).
+    let e = parse_prompt("---\nmodel: sonnet\n---\nfirst\nsecond {{sesion_id}}\n").unwrap_err();
+    assert_eq!(e.field, "prompt");
+    assert!(
+        e.rule.starts_with(
+            "line 5: unknown variable {{sesion_id}} (the variables are session_id, cwd"
+        ),
+        "{}",
+        e.rule
+    );
+    let e = parse_prompt("a\nb {{cwd\n").unwrap_err();
+    assert!(
+        e.rule.starts_with("line 2: {{ without a closing }}"),
+        "{}",
+        e.rule
+    );
+    for name in PROMPT_VARIABLES {
+        let body = format!("x {{{{{name}}}}} y");
+        assert_eq!(
+            render(&parse_prompt(&body).unwrap().body, |v| v.to_uppercase()),
+            format!("x {} y", name.to_uppercase())
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_follow_up_gets_its_prompt_with_the_variables_filled() {
+    let store = InMemoryStore::seeded(t0());
+    let runner = ScriptedRunner::ok();
+    let meta = InMemoryMeta::new();
+    let clock = ManualClock::new(t0());
+    let body = "{{hook_id}} on {{session_id}} in {{cwd}} ({{transcript_path}}), due {{due_at}}, \
+                try {{attempt}}, error [{{error}}], last: {{last_message}}";
+    let service = Service::new(
+        Ports {
+            store: store.clone(),
+            meta: meta.clone(),
+            runner: runner.clone(),
+            prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", body),
+            clock: clock.clone(),
+        },
+        Config::new("me"),
+    );
+    service.notify(&done_event("s1")).await.unwrap();
+    let mut t = transcript(100, Some(1), false);
+    // Longer than the cap, in two-byte characters: cut at a character's edge.
+    t.last_assistant_text = Some("é".repeat(3000));
+    meta.set_transcript(&sid("s1"), t.clone());
+    clock.advance(Duration::seconds(10));
+    let due = store.snapshot().await.unwrap().pending[0].due_at.clone();
+    for e in service.claim(10).await.unwrap() {
+        service.fire(&e).await.unwrap();
+    }
+    let calls = runner.calls();
+    assert_eq!(calls.len(), 1);
+    let want_last = "é".repeat(LAST_MESSAGE_CAP / 2);
+    assert_eq!(
+        calls[0].prompt.body,
+        format!(
+            "post-task on s1 in /work ({}), due {due}, try 1, error [], last: {want_last}",
+            t.path
+        )
+    );
+}
