@@ -844,3 +844,59 @@ fn the_api_pauses_and_unpauses_and_metrics_say_so() {
     assert!(d.get("/metrics").body.contains("\nhooks_app_paused 0\n"));
     d.stop();
 }
+
+#[test]
+fn the_api_runs_a_hook_now_through_the_usual_checks() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.transcript("api-run-1", &app.proj, 1000);
+    let d = Served::start(&app, &[], &[]);
+    let r = d.send(
+        "POST",
+        "/api/v1/hooks/post-task/run",
+        r#"{"session": "api-run-1"}"#,
+    );
+    assert_eq!(r.status, 202, "{r:?}");
+    assert_eq!(r.json()["queued"], true);
+    assert!(
+        hooks_testkit::wait_until(30, || app.fake_log() == ["api-run-1 post-task"]),
+        "the daemon ran it: {:?}",
+        app.fake_log()
+    );
+    let again = d.send(
+        "POST",
+        "/api/v1/hooks/post-task/run",
+        r#"{"session": "api-run-1"}"#,
+    );
+    assert_eq!(again.json()["queued"], false, "{:?}", again);
+    assert!(
+        again.json()["status"]
+            .as_str()
+            .unwrap()
+            .starts_with("skipped: already ran")
+    );
+    error_of(
+        &d.send("POST", "/api/v1/hooks/post-task/run", "{}"),
+        400,
+        "session",
+    );
+    error_of(
+        &d.send(
+            "POST",
+            "/api/v1/hooks/post-task/run",
+            r#"{"session": "nobody-here"}"#,
+        ),
+        404,
+        "session",
+    );
+    error_of(
+        &d.send(
+            "POST",
+            "/api/v1/hooks/nope/run",
+            r#"{"session": "api-run-1"}"#,
+        ),
+        404,
+        "id",
+    );
+    d.stop();
+}

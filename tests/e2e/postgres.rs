@@ -257,11 +257,30 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
     let url = hooks_testkit::pg::database();
     let app = App::fake().on_store(&url);
     let out = app.ok(&["store", "migrate"]);
-    assert!(out.contains("applied migration 1"), "{out}");
+    assert!(out.contains("applied migrations 1, 2"), "{out}");
     let out = app.ok(&["store", "migrate"]);
     assert!(
-        out.contains("the schema is up to date (version 1)"),
+        out.contains("the schema is up to date (version 2)"),
         "{out}"
+    );
+    // A database an earlier version made (schema 1) is brought up to date.
+    let psql = hooks_testkit::pg::programs()
+        .map(std::path::Path::to_path_buf)
+        .or_else(hooks_testkit::pg::bin_dir)
+        .expect("PostgreSQL's programs")
+        .join("psql");
+    let o = std::process::Command::new(psql)
+        .args([url.as_str(), "-q", "-v", "ON_ERROR_STOP=1", "-c"])
+        .arg("DROP TABLE pause; DELETE FROM hooks_app_schema WHERE version = 2;")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = app.ok(&["store", "migrate"]);
+    assert!(out.contains("applied migration 2"), "{out}");
+    assert_eq!(
+        app.json(&["pause", "--for", "1m"])["paused"],
+        true,
+        "and pauses work"
     );
     let bad = App::fake().on_store("mysql://x");
     let o = bad.run(&["hooks", "list"]);

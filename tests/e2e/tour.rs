@@ -405,3 +405,53 @@ fn pause_holds_every_daemon_still_and_unpause_lets_what_waited_run_once() {
     assert!(p["until"].is_string(), "{p}");
     assert_eq!(app.json(&["unpause"])["paused"], false);
 }
+
+#[test]
+fn hooks_run_follows_up_now_once_unless_forced_and_says_what_became_of_it() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let serve = app.spawn(&["serve", "--quiet-period", "0"]);
+    // A conversation hooks-app has not seen: its transcript is enough.
+    app.transcript("run-now-1", &app.proj, 1000);
+    let out = app.ok(&["hooks", "run", "post-task", "--session", "run-now-1"]);
+    assert!(
+        out.contains("post-task on run-now-1: ok, cost $0.0100"),
+        "{out}"
+    );
+    assert_eq!(app.fake_log(), ["run-now-1 post-task"]);
+    let again = app.ok(&["hooks", "run", "post-task", "--session", "run-now-"]);
+    assert!(
+        again.contains("run-now-1: skipped: already ran")
+            && again.contains("--force runs it again"),
+        "a prefix of 8 names it; once only: {again}"
+    );
+    let forced = app.json(&[
+        "hooks",
+        "run",
+        "post-task",
+        "--session",
+        "run-now-1",
+        "--force",
+    ]);
+    assert_eq!(forced["status"], "ok", "{forced}");
+    assert_eq!(app.fake_log().len(), 2, "--force ran it again");
+    for (args, code, says) in [
+        (
+            &["hooks", "run", "post_task", "--session", "run-now-1"][..],
+            2,
+            "did you mean post-task?",
+        ),
+        (
+            &["hooks", "run", "post-task", "--session", "nobody-at-all"],
+            1,
+            "no conversation nobody-at-all",
+        ),
+    ] {
+        let o = app.run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    signal(&serve, libc::SIGTERM);
+    assert!(serve.wait_with_output().unwrap().status.success());
+}

@@ -363,6 +363,22 @@ pub enum HooksCmd {
     Disable { id: String },
     /// Delete a hook and its queued entries
     Delete { id: String },
+    /// Follow a conversation up with this hook now, through every usual check (open
+    /// conversation, one run per session, caps, budget, pause), and say what became of it
+    Run {
+        id: String,
+        /// The conversation: its id, or 8+ characters it alone starts with
+        #[arg(long)]
+        session: String,
+        /// Run it even if this hook already followed this conversation up
+        #[arg(long)]
+        force: bool,
+        /// Queue it and return at once, without waiting for what becomes of it
+        #[arg(long)]
+        no_wait: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -349,6 +349,13 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             block_on(svc.set_enabled(&hook_id(&id)?, false))??;
             println!("{id} disabled");
         }
+        HooksCmd::Run {
+            id,
+            session,
+            force,
+            no_wait,
+            json,
+        } => crate::runnow::run(ctx, &id, &session, force, no_wait, json.json)?,
         HooksCmd::Delete { id } => {
             let dropped = block_on(svc.delete_hook(&hook_id(&id)?))??;
             println!(

@@ -20,6 +20,7 @@ mod output;
 mod pause;
 mod prices;
 mod prompts;
+mod runnow;
 mod sessions;
 mod shapes;
 mod spend;

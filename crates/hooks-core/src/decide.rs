@@ -243,8 +243,10 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     if let Some(at) = i.facts.state.stamps.get(&hook.id) {
         // The run that set the stamp is on the hook already (a runner that lost its claim
         // records its own result): a second record would only hide it.
+        // An entry queued after the stamp (`hooks run`) is a new request: it is told.
         let session = i.entry.session_id.as_str();
-        if hook.history.entries().iter().any(|e| e.session == session) {
+        let queued_after = i.entry.queued_at.is_some_and(|q| q > *at);
+        if !queued_after && hook.history.entries().iter().any(|e| e.session == session) {
             return FireDecision::Drop;
         }
         return FireDecision::Finish(Status::skipped(

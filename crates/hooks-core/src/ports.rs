@@ -235,6 +235,8 @@ pub trait SessionStore: Send + Sync {
         hook: &HookId,
         at: Timestamp,
     ) -> Result<StampResult, MetaError>;
+    /// Removes the hook's stamp on the session (`hooks run --force`); whether there was one.
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError>;
     /// When the session holds no lease and the lease's hook no stamp on it, stamps the
     /// pair at the lease's start and takes the lease, in one atomic step.
     async fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError>;
@@ -277,6 +279,8 @@ pub trait SessionMeta: Send + Sync {
         hook: &HookId,
         at: Timestamp,
     ) -> Result<StampResult, MetaError>;
+    /// Removes the hook's stamp on the session; whether there was one.
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError>;
     /// One atomic test-and-set, across processes: when the lease's hook has no stamp on the
     /// session and no live lease is held on it at `now`, stamps the pair at the lease's
     /// start and takes the lease. Durable before it returns.

@@ -141,6 +141,27 @@ pub struct RenewReport {
     pub warnings: Vec<String>,
 }
 
+/// What `hooks run` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunNow {
+    pub queued: RunNowQueue,
+    /// `--force` removed a stamp.
+    pub unstamped: bool,
+    /// When it was queued.
+    pub at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunNowQueue {
+    Queued,
+    /// The pair was queued already; `woken` when it waited and is due now.
+    AlreadyQueued {
+        woken: bool,
+    },
+    /// Not queued: this hook followed the conversation up already (and no `force`).
+    Skipped(Status),
+}
+
 /// What [`Service::decide`] left to do.
 enum Decided {
     Action(FireAction),
@@ -934,6 +955,65 @@ impl Service {
         }
         self.ports.store.set_budget(budget).await?;
         self.wake_waiting(cost::BUDGET_WAIT).await
+    }
+
+    /// Queues `hook` for `session` due now (`hooks run`), through every usual check when
+    /// it fires; `force` first removes the once-per-(hook, session) stamp, and nothing
+    /// else. Returns what happened to the entry and whether a stamp was removed.
+    pub async fn run_now(
+        &self,
+        hook: &HookId,
+        session: &SessionId,
+        force: bool,
+    ) -> Result<RunNow, ServiceError> {
+        let h = self.get_hook(hook).await?;
+        if !h.enabled {
+            return Err(ServiceError::Invalid(ValidationError::new(
+                "id",
+                format!("{hook} is disabled: enable it first (hooks enable {hook})"),
+            )));
+        }
+        let now = self.now();
+        let entry = PendingEntry {
+            hook_id: hook.clone(),
+            session_id: session.clone(),
+            due_at: DueAt::At(now),
+            queued_at: Some(now),
+            retries: 0,
+            claim: None,
+            waiting: None,
+        };
+        let unstamped = if force {
+            self.ports.meta.unstamp(session, hook).await?
+        } else {
+            // Followed up already: said at once, and logged as any skip is.
+            if let Some(at) = self.ports.meta.state(session).await?.stamps.get(hook) {
+                let status = Status::skipped(SkipReason::AlreadyRan { at: *at }.to_string());
+                let mut warnings = Vec::new();
+                self.log_ended(&entry, &status, &mut warnings).await;
+                return Ok(RunNow {
+                    queued: RunNowQueue::Skipped(status),
+                    unstamped: false,
+                    at: now,
+                });
+            }
+            false
+        };
+        let queued = match self.ports.store.enqueue(vec![entry]).await?.first() {
+            Some(EnqueueResult::Queued) => RunNowQueue::Queued,
+            Some(EnqueueResult::HookDeleted) => {
+                return Err(StoreError::HookNotFound(hook.clone()).into());
+            }
+            // Queued already: it is made due now, whatever it waited for.
+            _ => RunNowQueue::AlreadyQueued {
+                woken: self.ports.store.wake(session, now, false).await? > 0,
+            },
+        };
+        Ok(RunNow {
+            queued,
+            unstamped,
+            at: now,
+        })
     }
 
     /// Whether follow-ups are paused now (a pause whose end has passed is not).

@@ -359,6 +359,9 @@ impl SessionMeta for InMemoryMeta {
     ) -> Result<StampResult, MetaError> {
         self.sessions.stamp(session, hook, at).await
     }
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError> {
+        self.sessions.unstamp(session, hook).await
+    }
     async fn sessions_starting(&self, prefix: &str) -> Result<(Vec<SessionId>, String), MetaError> {
         let mut ids: Vec<SessionId> = self
             .transcripts
@@ -435,6 +438,11 @@ impl SessionStore for InMemorySessions {
             st.origin = u.origin;
         }
         Ok(st.clone())
+    }
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError> {
+        Ok(lock(&self.0)
+            .get_mut(session)
+            .is_some_and(|(st, _, _)| st.stamps.remove(hook).is_some()))
     }
     async fn stamp(
         &self,

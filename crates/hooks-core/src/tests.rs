@@ -2410,3 +2410,68 @@ async fn a_follow_up_gets_its_prompt_with_the_variables_filled() {
         )
     );
 }
+
+#[tokio::test]
+async fn hooks_run_queues_now_and_force_passes_over_the_stamp_only() {
+    let w = world();
+    w.meta
+        .set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    let r = w
+        .service
+        .run_now(&post_task_id(), &sid("s1"), false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (r.queued.clone(), r.unstamped),
+        (RunNowQueue::Queued, false)
+    );
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    // Again without --force, later: the usual check skips it, and says why.
+    w.clock.advance(Duration::seconds(5));
+    let r = w
+        .service
+        .run_now(&post_task_id(), &sid("s1"), false)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&r.queued, RunNowQueue::Skipped(Status::Skipped(why)) if why.starts_with("already ran")),
+        "{r:?}"
+    );
+    assert!(
+        w.store.snapshot().await.unwrap().pending.is_empty(),
+        "nothing queued"
+    );
+    let runs = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(runs.len(), 2, "the skip is logged: {runs:?}");
+    // With --force it runs once more; every other check still holds (a pause waits).
+    let r = w
+        .service
+        .run_now(&post_task_id(), &sid("s1"), true)
+        .await
+        .unwrap();
+    assert!(r.unstamped);
+    w.service.pause(None, "me").await.unwrap();
+    let fired = fire_all(&w).await;
+    assert!(
+        matches!(fired[0].action, FireAction::Waiting { .. }),
+        "{fired:?}"
+    );
+    // Asked again while it waits: made due now.
+    let r = w
+        .service
+        .run_now(&post_task_id(), &sid("s1"), false)
+        .await
+        .unwrap();
+    assert_eq!(r.queued, RunNowQueue::AlreadyQueued { woken: true });
+    w.service.unpause().await.unwrap();
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    assert_eq!(w.runner.count(), 2);
+    let e = w
+        .service
+        .run_now(&HookId::parse("nope").unwrap(), &sid("s1"), false)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("no hook with id nope"), "{e}");
+}

@@ -146,6 +146,10 @@ impl SessionMeta for MetaStore {
         self.sessions.stamp(session, hook, at).await
     }
 
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError> {
+        self.sessions.unstamp(session, hook).await
+    }
+
     async fn begin_run(
         &self,
         session: &SessionId,

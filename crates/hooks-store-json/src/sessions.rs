@@ -409,6 +409,17 @@ impl SessionFiles {
         Ok(StampResult::Won)
     }
 
+    /// Removes the hook's stamp on the session; whether there was one.
+    pub fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError> {
+        let _lock = self.lock()?;
+        let mut d = self.read_dto(session)?;
+        if d.hooks.remove(hook.as_str()).is_none() {
+            return Ok(false);
+        }
+        self.write_dto(session, &d, true)?;
+        Ok(true)
+    }
+
     /// Removes session files not changed since `before` whose session is not in `keep`
     /// and holds no lease. The only way a stamp ever goes. Returns the sessions removed.
     pub fn prune(
@@ -481,6 +492,9 @@ impl SessionStore for SessionFiles {
         at: Timestamp,
     ) -> Result<StampResult, MetaError> {
         SessionFiles::stamp(self, session, hook, at)
+    }
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError> {
+        SessionFiles::unstamp(self, session, hook)
     }
     async fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError> {
         SessionFiles::begin_run(self, session, lease)

@@ -1206,6 +1206,26 @@ impl SessionStore for PgStore {
         .map_err(meta)?
     }
 
+    async fn unstamp(&self, session: &SessionId, hook: &HookId) -> Result<bool, MetaError> {
+        let (session, hook) = (session.clone(), hook.clone());
+        self.run(move |inner| {
+            let (session, hook) = (session.clone(), hook.clone());
+            async move {
+                let c = inner.conn().await?;
+                let n = c
+                    .execute(
+                        "DELETE FROM stamps WHERE session_id = $1 AND hook_id = $2",
+                        &[&session.as_str(), &hook.as_str()],
+                    )
+                    .await
+                    .map_err(db)?;
+                Ok(n > 0)
+            }
+        })
+        .await
+        .map_err(meta)
+    }
+
     async fn begin_run(&self, session: &SessionId, lease: &RunLease) -> Result<Begin, MetaError> {
         let (session, lease) = (session.clone(), lease.clone());
         self.run(move |inner| async move {

@@ -556,6 +556,37 @@ async fn route(
                 .await?;
             Ok(json_response(StatusCode::OK, &crate::shapes::hook(&h)))
         }
+        (Method::POST, ["api", "v1", "hooks", id, "run"]) => {
+            let hook = hook_id(id)?;
+            let m = json_object(&read_body(req).await?)?;
+            if let Some(k) = m.keys().find(|k| *k != "session" && *k != "force") {
+                return Err(ApiError::bad(k, "is not a field of a run (session, force)"));
+            }
+            let session =
+                text(&m, "session")?.ok_or_else(|| ApiError::bad("session", "is required"))?;
+            SessionId::parse(session).map_err(|e| ApiError::bad("session", e.rule))?;
+            let sid = crate::sessions::resolve_session(s.meta.as_ref(), &s.store, session)
+                .await
+                .map_err(|e| match e {
+                    crate::sessions::SessionLookup::Unknown(m) => ApiError::not_found("session", m),
+                    other => ApiError::bad("session", crate::AppError::from(other).message),
+                })?;
+            let force = flag(&m, "force")?.unwrap_or(false);
+            let r = s.svc.run_now(&hook, &sid, force).await?;
+            Ok(json_response(
+                StatusCode::ACCEPTED,
+                &json!({
+                    "hookId": hook.as_str(),
+                    "sessionId": sid.as_str(),
+                    "queued": matches!(r.queued, hooks_core::service::RunNowQueue::Queued),
+                    "unstamped": r.unstamped,
+                    "status": match &r.queued {
+                        hooks_core::service::RunNowQueue::Skipped(st) => Some(st.to_string()),
+                        _ => None,
+                    },
+                }),
+            ))
+        }
         (Method::GET, ["api", "v1", "pause"]) => Ok(json_response(
             StatusCode::OK,
             &crate::pause::pause_json(s.svc.paused().await?.as_ref()),
@@ -659,7 +690,7 @@ fn allowed(seg: &[&str]) -> Vec<&'static str> {
         ] => vec!["GET"],
         ["api", "v1", "hooks"] => vec!["GET", "POST"],
         ["api", "v1", "hooks", _] => vec!["GET", "PATCH", "DELETE"],
-        ["api", "v1", "hooks", _, "enable" | "disable"] => vec!["POST"],
+        ["api", "v1", "hooks", _, "enable" | "disable" | "run"] => vec!["POST"],
         ["api", "v1", "sessions", _] => vec!["GET"],
         ["api", "v1", "events"] => vec!["POST"],
         ["api", "v1", "pause"] => vec!["GET", "PUT", "DELETE"],

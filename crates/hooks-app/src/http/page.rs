@@ -192,7 +192,10 @@ pub async fn page(
                     let (v, facts, pending) =
                         crate::sessions::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid)
                             .await?;
-                    Ok(crate::sessions::session_lines(&v, &facts, &pending, now))
+                    Ok((
+                        sid,
+                        crate::sessions::session_lines(&v, &facts, &pending, now),
+                    ))
                 }
             },
         ),
@@ -271,9 +274,22 @@ pub async fn page(
         @match &lookup {
             None => {}
             Some(Err(why)) => p.err role="alert" { (why) },
-            Some(Ok(lines)) => table #session {
-                @for (label, text) in lines {
-                    tr { th { (label) } td { (text) } }
+            Some(Ok((sid, lines))) => {
+                table #session {
+                    @for (label, text) in lines {
+                        tr { th { (label) } td { (text) } }
+                    }
+                }
+                @if !csrf.is_empty() {
+                    @for h in snap.hooks.iter().filter(|h| h.enabled) {
+                        form.inline method="post" action="/ui/run" {
+                            input type="hidden" name="csrf" value=(csrf);
+                            input type="hidden" name="hook" value=(h.id);
+                            input type="hidden" name="session" value=(sid);
+                            button type="submit" name="run" value=(h.id) { "Run " (h.id) " now" }
+                            " "
+                        }
+                    }
                 }
             },
         }
@@ -589,6 +605,21 @@ pub async fn form(
     }
     let id = match rest.first().map(|s| s.as_str()) {
         Some("hooks") => rest.get(1).cloned().unwrap_or_default(),
+        // Run a hook now on the looked-up conversation, through every usual check.
+        Some("run") if rest.len() == 1 => {
+            let hook = HookId::parse(get("hook").unwrap_or_default())
+                .map_err(|e| ApiError::bad("hook", e.rule))?;
+            let sid = SessionId::parse(get("session").unwrap_or_default())
+                .map_err(|e| ApiError::bad("session", e.rule))?;
+            s.svc.run_now(&hook, &sid, false).await?;
+            let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "queued");
+            let to = format!("/?session={}#lookup", sid.as_str());
+            r.headers_mut().insert(
+                header::LOCATION,
+                HeaderValue::from_str(&to).unwrap_or(HeaderValue::from_static("/")),
+            );
+            return Ok(r);
+        }
         // The kill switch: pause until unpaused, or unpause.
         Some("pause") if rest.len() == 1 => {
             if s.svc.paused().await?.is_some() {

@@ -857,6 +857,28 @@ pub async fn sessions_stamp_is_test_and_set(store: &dyn SessionStore) {
         StampResult::Won,
         "and per hook"
     );
+    // Unstamped (hooks run --force), the pair can be stamped again; the others stay.
+    assert!(store.unstamp(&s, &h).await.expect("unstamp"));
+    assert!(!store.unstamp(&s, &h).await.expect("unstamp"), "once");
+    assert!(
+        !store
+            .unstamp(&sid("never-seen"), &h)
+            .await
+            .expect("unstamp"),
+        "a session never stamped"
+    );
+    assert_eq!(
+        store
+            .stamp(&s, &h, t0() + Duration::seconds(9))
+            .await
+            .expect("stamp"),
+        StampResult::Won
+    );
+    assert_eq!(
+        store.stamp(&s, &h2, t0()).await.expect("stamp"),
+        StampResult::Lost { at: t0() },
+        "the other hook's stamp stayed"
+    );
 }
 
 /// One run lease per session, taken with the stamp, fenced by run id.
