@@ -455,3 +455,118 @@ fn hooks_run_follows_up_now_once_unless_forced_and_says_what_became_of_it() {
     signal(&serve, libc::SIGTERM);
     assert!(serve.wait_with_output().unwrap().status.success());
 }
+
+/// A loopback listener that answers 200 to every request and hands over each body.
+fn listener() -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/alerts/secret-topic", l.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for c in l.incoming().flatten() {
+            let mut r = BufReader::new(c);
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            let _ = r
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+            let _ = tx.send(String::from_utf8_lossy(&body).into_owned());
+        }
+    });
+    (url, rx)
+}
+
+#[test]
+fn a_failed_follow_up_alerts_a_url_and_an_unreachable_one_changes_nothing() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let (url, bodies) = listener();
+    let out = app.ok(&["alerts", "set", "--url", &url, "--on", "failure,skip"]);
+    assert!(
+        out.contains("alerts on failure, skip to http://127.0.0.1:")
+            && !out.contains("secret-topic"),
+        "{out}"
+    );
+    let shown = app.json(&["alerts", "show"]);
+    assert!(
+        !shown.to_string().contains("secret-topic"),
+        "the URL is shown by its host: {shown}"
+    );
+    // A follow-up that fails: its prompt file is gone.
+    std::fs::remove_file(app.proj.join(".claude/agents/hooks/post-task.md")).unwrap();
+    let t = app.transcript("al-1", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "al-1",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let body: Value = serde_json::from_str(
+        &bodies
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("an alert"),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            body["kind"].as_str(),
+            body["hook"].as_str(),
+            body["session"].as_str()
+        ),
+        (Some("failure"), Some("post-task"), Some("al-1")),
+        "{body}"
+    );
+    assert!(
+        body["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("hooks-app: post-task on al-1: error: prompt file"),
+        "ntfy and Slack show its text: {body}"
+    );
+    assert_eq!(body["cwd"], app.proj.to_str().unwrap());
+
+    // An unreachable URL: logged by its host, and the follow-up is recorded as ever.
+    app.ok(&["alerts", "set", "--url", "http://127.0.0.1:9/secret-path"]);
+    let t = app.transcript("al-2", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "al-2",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    let o = app.run(&["tick", "--quiet-period", "0"]);
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{log}");
+    assert!(
+        log.contains("alert not delivered: could not reach http://127.0.0.1:9/…"),
+        "{log}"
+    );
+    assert!(
+        !log.contains("secret-path"),
+        "never the URL's secret part: {log}"
+    );
+    assert!(
+        app.runs().iter().any(|r| r["sessionId"] == "al-2"),
+        "recorded as ever"
+    );
+    let o = app.run(&["alerts", "test"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("not delivered"));
+    assert!(app.ok(&["alerts", "clear"]).contains("alerts cleared"));
+    let o = app.run(&["alerts", "set", "--url", "ftp://x"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -162,6 +162,10 @@ pub enum Command {
     },
     /// Let follow-ups start again; what waited on the pause runs now
     Unpause(JsonFlag),
+    /// Be told when a follow-up fails (or is skipped, stopped by the budget, or waits on a
+    /// limit): a POST to a URL (ntfy, Slack) and/or the desktop
+    #[command(subcommand)]
+    Alerts(AlertsCmd),
     /// What the app knows about a conversation ("why was it skipped?")
     Session {
         session: String,
@@ -266,6 +270,29 @@ pub enum BudgetCmd {
     Show(JsonFlag),
     /// Remove the budget
     Clear,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AlertsCmd {
+    /// Where and when to alert
+    Set {
+        /// The URL to POST to (ntfy and Slack incoming webhooks take its `text`); `-` reads
+        /// it from stdin, which keeps a secret URL off the command line
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// On what, comma-separated: failure, skip, budget, limit [default: failure]
+        #[arg(long, value_name = "LIST")]
+        on: Option<String>,
+        /// Also the desktop's notifier (notify-send, osascript)
+        #[arg(long)]
+        desktop: bool,
+    },
+    /// The alerts set (the URL shown by its host only)
+    Show(JsonFlag),
+    /// No more alerts
+    Clear,
+    /// Send one alert now, and say whether it was delivered
+    Test,
 }
 
 #[derive(Debug, Args, PartialEq, Eq)]

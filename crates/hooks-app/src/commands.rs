@@ -83,6 +83,14 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Budget(cmd) => crate::spend::budget(&ctx, cmd)?,
         Command::Pause { for_, json } => crate::pause::pause(&ctx, for_.as_deref(), json.json)?,
         Command::Unpause(j) => crate::pause::unpause(&ctx, j.json)?,
+        Command::Alerts(a) => match a {
+            crate::cli::AlertsCmd::Set { url, on, desktop } => {
+                crate::alerts::set(&ctx, url.as_deref(), on.as_deref(), desktop)?
+            }
+            crate::cli::AlertsCmd::Show(j) => crate::alerts::show(&ctx, j.json)?,
+            crate::cli::AlertsCmd::Clear => crate::alerts::clear(&ctx)?,
+            crate::cli::AlertsCmd::Test => crate::alerts::test(&ctx)?,
+        },
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
         Command::Notify {
             session,

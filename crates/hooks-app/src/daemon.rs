@@ -161,6 +161,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     }
     let mut lp = Loop::new(svc, store, &a.run, Mode::Serve);
     lp.metrics = Some(metrics);
+    lp.alerts_dir = Some(ctx.data_dir.clone());
     let idle = a
         .idle_exit
         .or(a.on_demand.then_some(crate::ondemand::DEFAULT_IDLE_EXIT));
@@ -181,9 +182,11 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
 pub fn tick(ctx: &Context, a: &RunArgs) -> AppResult<ExitCode> {
     init_logging(a.log_format);
     let (svc, store) = build(ctx, a)?;
-    runtime()?.block_on(
-        Loop::new(svc, store, a, Mode::Tick).run(Duration::from_secs(a.shutdown_grace)),
-    )?;
+    runtime()?.block_on({
+        let mut lp = Loop::new(svc, store, a, Mode::Tick);
+        lp.alerts_dir = Some(ctx.data_dir.clone());
+        lp.run(Duration::from_secs(a.shutdown_grace))
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -218,6 +221,10 @@ struct Loop {
     /// After a failed look at the store: how long until the next try (1 s, doubling to
     /// 60 s), so a passing fault never leaves the daemon without a timer.
     store_backoff: Option<Duration>,
+    /// The data folder, where the alert settings are.
+    alerts_dir: Option<std::path::PathBuf>,
+    /// Alerts being sent: waited for (a while) before the loop ends.
+    alerts: JoinSet<()>,
 }
 
 /// The first wait after a failed look at the store, and the longest.
@@ -295,6 +302,8 @@ impl Loop {
             idle_since: None,
             metrics: None,
             store_backoff: None,
+            alerts_dir: None,
+            alerts: JoinSet::new(),
         }
     }
 
@@ -373,6 +382,40 @@ impl Loop {
         let e = entry.clone();
         let handle = self.tasks.spawn(async move { svc.fire(&e).await });
         self.running.insert(handle.id(), Running { entry });
+    }
+
+    /// Sends the alerts `alerts set` asked for about an ended follow-up, on a thread of its
+    /// own: a slow or unreachable URL never holds up the daemon or fails a follow-up.
+    fn alert(&mut self, report: FireReport) {
+        let Some(dir) = self.alerts_dir.clone() else {
+            return;
+        };
+        let alerts = match crate::alerts::Alerts::read(&dir) {
+            Ok(Some(a)) => a,
+            Ok(None) => return,
+            Err(e) => {
+                warn!(error = %e, "the alert settings cannot be read; no alert sent");
+                return;
+            }
+        };
+        if crate::alerts::kind_of(&report).is_none() {
+            return;
+        }
+        // Those sent already are let go of, so a daemon that runs for months holds none.
+        while self.alerts.try_join_next().is_some() {}
+        let svc = self.svc.clone();
+        self.alerts.spawn(async move {
+            let cwd = svc.session_cwd(&report.key.session_id).await.ok().flatten();
+            let page = crate::ondemand::http_url(&dir);
+            let problems = tokio::task::spawn_blocking(move || {
+                crate::alerts::send(&alerts, &report, cwd.as_deref(), page.as_deref())
+            })
+            .await
+            .unwrap_or_else(|e| vec![format!("alert not sent: {e}")]);
+            for p in problems {
+                warn!("{p}");
+            }
+        });
     }
 
     fn held_keys(&self) -> Vec<EntryKey> {
@@ -519,7 +562,11 @@ impl Loop {
                 Some(done) = self.tasks.join_next_with_id(), if !self.tasks.is_empty() => {
                     recheck = true;
                     match done {
-                        Ok((id, Ok(report))) => { self.running.remove(&id); log_report(&report) }
+                        Ok((id, Ok(report))) => {
+                            self.running.remove(&id);
+                            log_report(&report);
+                            self.alert(report);
+                        }
                         Ok((id, Err(e))) => {
                             let r = self.running.remove(&id);
                             error!(error = %e, hook = ?r.as_ref().map(|r| r.entry.hook_id.to_string()), session = ?r.as_ref().map(|r| r.entry.session_id.to_string()), "firing failed; the entry stays claimed until its claim expires");
@@ -580,6 +627,11 @@ impl Loop {
                 }
             }
         }
+        // Alerts still being sent get a little longer (each POST has its own timeout).
+        let _ = tokio::time::timeout(Duration::from_secs(10), async {
+            while self.alerts.join_next().await.is_some() {}
+        })
+        .await;
         Ok(())
     }
 

@@ -4,6 +4,7 @@
 //! and transcripts, the claude runner, prompt files on disk, the system clock) and hands
 //! them to the core's `Service`. `main.rs` only calls [`run`].
 
+mod alerts;
 mod claude_hook;
 mod cli;
 mod commands;

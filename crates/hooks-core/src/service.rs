@@ -1016,6 +1016,17 @@ impl Service {
         })
     }
 
+    /// The session's working directory, as remembered or read from its transcript.
+    pub async fn session_cwd(&self, session: &SessionId) -> Result<Option<String>, ServiceError> {
+        Ok(self
+            .ports
+            .meta
+            .facts(session)
+            .await?
+            .cwd()
+            .map(str::to_owned))
+    }
+
     /// Whether follow-ups are paused now (a pause whose end has passed is not).
     pub async fn paused(&self) -> Result<Option<Pause>, ServiceError> {
         let now = self.now();
