@@ -22,6 +22,18 @@ fn user() -> (App, std::process::Child) {
     (app, serve)
 }
 
+/// A user with the hook installed, post-task's delay `delay` seconds and a daemon with the
+/// default quiet period (5 s).
+fn user_with_delay(delay: &str) -> (App, std::process::Child) {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", delay]);
+    let serve = app.spawn(&["serve"]);
+    (app, serve)
+}
+
 fn stop(serve: std::process::Child) -> String {
     signal(&serve, libc::SIGTERM);
     let out = serve.wait_with_output().unwrap();
@@ -240,12 +252,7 @@ fn a_killed_tui_is_noticed_without_a_session_end_and_then_followed_up() {
 /// at the next retry a minute later. Twice, since the race is a matter of milliseconds.
 #[test]
 fn a_follow_up_waiting_on_an_open_tui_runs_within_the_quiet_period_of_the_exit() {
-    let app = App::real();
-    app.api.set_final_line(Some("COMPLETED"));
-    app.ok(&["init"]);
-    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
-    app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
-    let serve = app.spawn(&["serve"]);
+    let (app, serve) = user_with_delay("2");
     for round in 1..=2 {
         let tui = Tui::start(&app.env, &app.proj);
         tui.type_line(&format!("build part {round} SAY_DONE"));
@@ -279,12 +286,7 @@ fn a_follow_up_waiting_on_an_open_tui_runs_within_the_quiet_period_of_the_exit()
 /// the delay and the quiet period (the default 5 s) are over, not a retry later. Twice.
 #[test]
 fn a_tui_exited_before_the_delay_is_followed_up_at_the_delay_and_quiet_period() {
-    let app = App::real();
-    app.api.set_final_line(Some("COMPLETED"));
-    app.ok(&["init"]);
-    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
-    app.ok(&["hooks", "update", "post-task", "--delay", "8"]);
-    let serve = app.spawn(&["serve"]);
+    let (app, serve) = user_with_delay("8");
     for round in 1..=2 {
         let tui = Tui::start(&app.env, &app.proj);
         tui.type_line(&format!("build part {round} SAY_DONE"));

@@ -107,6 +107,18 @@ fn path_at(s: &str) -> String {
     s[..end].to_owned()
 }
 
+/// Adds the path `item` names under the innermost group's prefix.
+fn push(items: &mut Vec<String>, prefixes: &[String], item: &str) {
+    let item = item.trim();
+    if item.is_empty() {
+        return;
+    }
+    items.push(match prefixes.last().filter(|b| !b.is_empty()) {
+        None => path_at(item),
+        Some(base) => format!("{base}::{}", path_at(item)),
+    });
+}
+
 /// The top-level items of a `{…}` group (its text after the `{`), nested groups flattened.
 fn group_items(s: &str) -> Vec<String> {
     let mut items = Vec::new();
@@ -129,15 +141,7 @@ fn group_items(s: &str) -> Vec<String> {
                 start = i + 1;
             }
             b'}' => {
-                let item = s[start..i].trim();
-                if !item.is_empty() {
-                    let base = prefix_stack.last().cloned().unwrap_or_default();
-                    items.push(if base.is_empty() {
-                        path_at(item)
-                    } else {
-                        format!("{base}::{}", path_at(item))
-                    });
-                }
+                push(&mut items, &prefix_stack, &s[start..i]);
                 if depth == 0 {
                     break;
                 }
@@ -146,15 +150,7 @@ fn group_items(s: &str) -> Vec<String> {
                 start = i + 1;
             }
             b',' => {
-                let item = s[start..i].trim();
-                if !item.is_empty() {
-                    let base = prefix_stack.last().cloned().unwrap_or_default();
-                    items.push(if base.is_empty() {
-                        path_at(item)
-                    } else {
-                        format!("{base}::{}", path_at(item))
-                    });
-                }
+                push(&mut items, &prefix_stack, &s[start..i]);
                 start = i + 1;
             }
             _ => {}
