@@ -296,3 +296,37 @@ fn prompt_variables_reach_claude_filled_and_an_unknown_one_is_named() {
         "{doctor}"
     );
 }
+
+#[test]
+fn a_follow_up_found_hours_late_is_skipped_when_its_hook_says_so() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    app.ok(&["hooks", "update", "post-task", "--max-lateness", "3600"]);
+    assert_eq!(app.hook("post-task")["maxLatenessSeconds"], 3600);
+    let t = app.transcript("late-1", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "late-1",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    // The machine slept: the entry has been due for five hours when a daemon looks.
+    let file = app.store_file();
+    let mut store: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let five_hours_ago = time::OffsetDateTime::now_utc() - time::Duration::hours(5);
+    store["pending"][0]["dueAt"] = serde_json::json!(hooks_core::stamp::format(five_hours_ago));
+    std::fs::write(&file, serde_json::to_string_pretty(&store).unwrap()).unwrap();
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert!(app.fake_log().is_empty(), "a stale follow-up is not fired");
+    let runs = app.runs();
+    assert_eq!(
+        runs[0]["status"], "skipped: 5 h late (maxLatenessSeconds 3600)",
+        "{runs:?}"
+    );
+    let o = app.run(&["hooks", "update", "post-task", "--max-lateness", "99999999"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("maxLatenessSeconds: must be"));
+}

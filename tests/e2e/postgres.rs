@@ -257,10 +257,10 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
     let url = hooks_testkit::pg::database();
     let app = App::fake().on_store(&url);
     let out = app.ok(&["store", "migrate"]);
-    assert!(out.contains("applied migrations 1, 2"), "{out}");
+    assert!(out.contains("applied migrations 1, 2, 3"), "{out}");
     let out = app.ok(&["store", "migrate"]);
     assert!(
-        out.contains("the schema is up to date (version 2)"),
+        out.contains("the schema is up to date (version 3)"),
         "{out}"
     );
     // A database an earlier version made (schema 1) is brought up to date.
@@ -271,12 +271,15 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
         .join("psql");
     let o = std::process::Command::new(psql)
         .args([url.as_str(), "-q", "-v", "ON_ERROR_STOP=1", "-c"])
-        .arg("DROP TABLE pause; DELETE FROM hooks_app_schema WHERE version = 2;")
+        .arg(
+            "DROP TABLE pause; ALTER TABLE hooks DROP COLUMN max_lateness_s; \
+             DELETE FROM hooks_app_schema WHERE version >= 2;",
+        )
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = app.ok(&["store", "migrate"]);
-    assert!(out.contains("applied migration 2"), "{out}");
+    assert!(out.contains("applied migrations 2, 3"), "{out}");
     assert_eq!(
         app.json(&["pause", "--for", "1m"])["paused"],
         true,
@@ -304,6 +307,9 @@ fn a_pause_on_postgres_holds_for_every_host() {
     );
     assert_eq!(seen["pause"]["until"], p["until"]);
     b.post_task_at_once();
+    // A hook's lateness limit is kept by the database too.
+    a.ok(&["hooks", "update", "post-task", "--max-lateness", "7200"]);
+    assert_eq!(b.hook("post-task")["maxLatenessSeconds"], 7200);
     let t = b.transcript("pg-p1", &b.proj, 1000);
     b.ok(&[
         "notify",

@@ -345,6 +345,10 @@ pub enum HooksCmd {
         /// over it) and passed to Claude as --max-budget-usd; 0 for no cap
         #[arg(long, value_name = "USD", allow_negative_numbers = true)]
         max_cost_usd: Option<String>,
+        /// An entry found more than S seconds past its due time (the machine slept, no
+        /// daemon ran) is skipped as late, not fired; 0 for no limit
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
+        max_lateness: Option<String>,
         #[arg(long)]
         disabled: bool,
         /// Also follow up cron-spawned sessions
@@ -371,6 +375,10 @@ pub enum HooksCmd {
         /// The most a follow-up may cost, in US dollars; 0 for no cap
         #[arg(long, value_name = "USD", allow_negative_numbers = true)]
         max_cost_usd: Option<String>,
+        /// An entry found more than S seconds past its due time (the machine slept, no
+        /// daemon ran) is skipped as late, not fired; 0 for no limit
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
+        max_lateness: Option<String>,
         #[arg(long, conflicts_with = "disabled")]
         enabled: bool,
         #[arg(long)]

@@ -242,6 +242,13 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         ),
                     ),
                     (
+                        "max lateness",
+                        h.max_lateness.limit().map_or_else(
+                            || "no limit".into(),
+                            |l| format!("{} s (a later entry is skipped)", l.whole_seconds()),
+                        ),
+                    ),
+                    (
                         "created",
                         h.created_at
                             .map(stamp::format)
@@ -268,6 +275,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             event,
             max_context_k,
             max_cost_usd,
+            max_lateness,
             disabled,
             include_cron,
             include_subagents,
@@ -293,6 +301,9 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             if let Some(c) = max_cost_usd {
                 spec.max_cost = CostCap::parse(&c)?;
             }
+            if let Some(l) = max_lateness {
+                spec.max_lateness = MaxLateness::parse(&l)?;
+            }
             spec.enabled = !disabled;
             spec.skip_cron = !include_cron;
             spec.skip_subagents = !include_subagents;
@@ -308,6 +319,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             event,
             max_context_k,
             max_cost_usd,
+            max_lateness,
             enabled,
             disabled,
             include_cron,
@@ -337,6 +349,10 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                     .map(ContextCap::parse)
                     .transpose()?,
                 max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
+                max_lateness: max_lateness
+                    .as_deref()
+                    .map(MaxLateness::parse)
+                    .transpose()?,
             };
             if patch.is_empty() {
                 return Err(AppError::invalid(

@@ -20,6 +20,9 @@ pub fn hook(h: &Hook) -> Value {
     v.insert("skipCron".into(), json!(h.skip_cron));
     v.insert("skipSubagents".into(), json!(h.skip_subagents));
     v.insert("maxContextK".into(), json!(h.max_context.k()));
+    if let Some(l) = h.max_lateness.limit() {
+        v.insert("maxLatenessSeconds".into(), json!(l.whole_seconds()));
+    }
     if let Some(usd) = h.max_cost.usd() {
         v.insert("maxCostUsd".into(), json!(usd));
     }

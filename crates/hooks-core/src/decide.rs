@@ -253,6 +253,19 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
             SkipReason::AlreadyRan { at: *at }.to_string(),
         ));
     }
+    // Found long after it was due (the machine slept, no daemon ran): a stale follow-up is
+    // skipped, not fired. Waits of its own (an open conversation, a pause) do not count.
+    if let (Some(limit), Some(due)) = (hook.max_lateness.limit(), i.entry.due_at.time())
+        && i.entry.waiting.is_none()
+        && i.entry.retries == 0
+        && now - due > limit
+    {
+        return FireDecision::Finish(Status::skipped(format!(
+            "{} late (maxLatenessSeconds {})",
+            crate::live::format_late(now - due),
+            hook.max_lateness.seconds()
+        )));
+    }
     if let Some(open) = &i.facts.open {
         // The wait counts from when it was first found open: an entry found late (the
         // daemon was down) still gets the whole wait.

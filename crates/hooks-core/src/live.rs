@@ -107,6 +107,18 @@ pub struct Waiting {
 }
 
 /// A span as people write it, e.g. `24h`, `90m`, `45s`.
+/// A lateness as people say it: `3 h`, `25 min`, `40 s` (rounded down).
+pub fn format_late(d: Duration) -> String {
+    let s = d.whole_seconds();
+    if s >= 3600 {
+        format!("{} h", s / 3600)
+    } else if s >= 60 {
+        format!("{} min", s / 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
 pub fn format_span(d: Duration) -> String {
     let s = d.whole_seconds();
     if s >= 3600 && s % 3600 == 0 {

@@ -228,6 +228,38 @@ impl ContextCap {
     }
 }
 
+/// How late past its due time an entry may still be followed up, in seconds (the machine
+/// slept, the daemon was down); 0 means no limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MaxLateness(u32);
+
+const LATENESS_RULE: &str =
+    "must be a whole number of seconds from 0 to 2592000 (30 days; 0 for no limit)";
+
+impl MaxLateness {
+    pub const NONE: MaxLateness = MaxLateness(0);
+
+    pub fn from_seconds(n: i64) -> Result<Self, ValidationError> {
+        whole_in("maxLatenessSeconds", LATENESS_RULE, 2_592_000, Ok(n)).map(Self)
+    }
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        whole_in(
+            "maxLatenessSeconds",
+            LATENESS_RULE,
+            2_592_000,
+            s.trim().parse::<i64>().map_err(|_| s),
+        )
+        .map(Self)
+    }
+    pub fn seconds(self) -> u32 {
+        self.0
+    }
+    /// The limit, or `None` when there is none.
+    pub fn limit(self) -> Option<time::Duration> {
+        (self.0 > 0).then(|| time::Duration::seconds(i64::from(self.0)))
+    }
+}
+
 /// The most a follow-up of a hook may cost, in US dollars, kept in millionths of a dollar;
 /// 0 means no cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -406,6 +438,8 @@ pub struct Hook {
     pub max_context: ContextCap,
     /// The most one follow-up may cost, estimated before it starts and enforced by Claude.
     pub max_cost: CostCap,
+    /// An entry found later than this past its due time is skipped, not fired.
+    pub max_lateness: MaxLateness,
     pub created_at: Option<Timestamp>,
     pub last_status: Option<Status>,
     pub history: History,
@@ -447,6 +481,7 @@ pub struct HookSpec {
     pub skip_subagents: bool,
     pub max_context: ContextCap,
     pub max_cost: CostCap,
+    pub max_lateness: MaxLateness,
 }
 
 impl HookSpec {
@@ -463,6 +498,7 @@ impl HookSpec {
             skip_subagents: true,
             max_context: ContextCap::NONE,
             max_cost: CostCap::NONE,
+            max_lateness: MaxLateness::NONE,
         })
     }
 
@@ -478,6 +514,7 @@ impl HookSpec {
             skip_subagents: true,
             max_context: ContextCap(60),
             max_cost: CostCap::NONE,
+            max_lateness: MaxLateness::NONE,
         }
     }
 
@@ -493,6 +530,7 @@ impl HookSpec {
             skip_subagents: self.skip_subagents,
             max_context: self.max_context,
             max_cost: self.max_cost,
+            max_lateness: self.max_lateness,
             created_at: Some(now),
             last_status: None,
             history: History::default(),
@@ -517,6 +555,7 @@ pub struct HookPatch {
     pub skip_subagents: Option<bool>,
     pub max_context: Option<ContextCap>,
     pub max_cost: Option<CostCap>,
+    pub max_lateness: Option<MaxLateness>,
 }
 
 impl HookPatch {
@@ -547,6 +586,9 @@ impl HookPatch {
         }
         if let Some(v) = self.max_context {
             hook.max_context = v;
+        }
+        if let Some(v) = self.max_lateness {
+            hook.max_lateness = v;
         }
         if let Some(v) = self.max_cost {
             hook.max_cost = v;

@@ -2475,3 +2475,49 @@ async fn hooks_run_queues_now_and_force_passes_over_the_stamp_only() {
         .unwrap_err();
     assert!(e.to_string().contains("no hook with id nope"), "{e}");
 }
+
+#[tokio::test]
+async fn an_entry_found_later_than_its_hooks_limit_is_skipped_as_late() {
+    let w = world();
+    let patch = HookPatch {
+        max_lateness: Some(MaxLateness::parse("3600").unwrap()),
+        ..HookPatch::default()
+    };
+    w.service
+        .update_hook(&post_task_id(), &patch)
+        .await
+        .unwrap();
+    w.meta
+        .set_transcript(&sid("s1"), transcript(100, Some(1), false));
+    w.service.notify(&done_event("s1")).await.unwrap();
+    // Within the limit it fires as ever (another session).
+    w.service.notify(&done_event("s2")).await.unwrap();
+    w.meta
+        .set_transcript(&sid("s2"), transcript(100, Some(1), false));
+    w.clock.advance(Duration::minutes(30));
+    let e2 = w.service.claim(10).await.unwrap();
+    for e in e2.iter().filter(|e| e.session_id == sid("s2")) {
+        let r = w.service.fire(e).await.unwrap();
+        assert!(matches!(r.action, FireAction::Ran(_)), "{r:?}");
+    }
+    w.service
+        .release(
+            &e2.iter()
+                .filter(|e| e.session_id == sid("s1"))
+                .map(PendingEntry::key)
+                .collect::<Vec<_>>(),
+        )
+        .await
+        .unwrap();
+    // Three hours after it was due (the machine slept): skipped, and said so.
+    w.clock.advance(Duration::hours(3));
+    let r = fire_all(&w).await;
+    assert_eq!(
+        r[0].action,
+        FireAction::Finished(Status::skipped("3 h late (maxLatenessSeconds 3600)"))
+    );
+    assert_eq!(w.runner.count(), 1);
+    for bad in ["-1", "2592001", "soon"] {
+        check_refused(MaxLateness::parse(bad), "maxLatenessSeconds", "30 days");
+    }
+}

@@ -110,6 +110,9 @@ pub struct HookDto {
     /// This project's: the cost cap in US dollars (0 or absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<Value>,
+    /// This project's: how late an entry may still fire, in seconds (0 or absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_lateness_seconds: Option<Value>,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -231,6 +234,10 @@ impl HookDto {
             Some(Value::String(s)) => CostCap::parse(s)?,
             Some(other) => CostCap::parse(&other.to_string())?,
         };
+        let max_lateness = match &self.max_lateness_seconds {
+            None | Some(Value::Null) => MaxLateness::NONE,
+            Some(v) => MaxLateness::from_seconds(whole("maxLatenessSeconds", v)?)?,
+        };
         let stored: BTreeMap<String, Value> = match &self.history {
             Some(raw) => serde_json::from_str::<Option<BTreeMap<String, Value>>>(raw.get())
                 .map_err(|e| {
@@ -262,6 +269,7 @@ impl HookDto {
             skip_subagents: self.skip_subagents.unwrap_or(false),
             max_context,
             max_cost,
+            max_lateness,
             created_at: self.created_at.as_deref().and_then(stamp::parse),
             last_status: self.last_status.as_deref().map(Status::parse),
             history,
@@ -285,6 +293,10 @@ impl HookDto {
         self.max_cost_usd = match hook.max_cost.usd() {
             Some(usd) => Some(Value::from(usd)),
             None => self.max_cost_usd.take().map(|_| Value::from(0)),
+        };
+        self.max_lateness_seconds = match hook.max_lateness.seconds() {
+            0 => self.max_lateness_seconds.take().map(|_| Value::from(0)),
+            n => Some(Value::from(n)),
         };
         if self.created_at.as_deref().and_then(stamp::parse) != hook.created_at {
             self.created_at = hook.created_at.map(stamp::format);

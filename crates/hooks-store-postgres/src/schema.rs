@@ -14,10 +14,11 @@ use crate::db;
 pub const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_init.sql")),
     (2, include_str!("../migrations/0002_pause.sql")),
+    (3, include_str!("../migrations/0003_max_lateness.sql")),
 ];
 
 /// The version this program's schema has.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Any number: names the advisory lock migrations hold.
 const MIGRATION_LOCK: i64 = 0x686f_6f6b_7361_7070;
@@ -87,13 +88,15 @@ pub async fn migrate(c: &mut Client) -> Result<Vec<i32>, StoreError> {
         tx.execute("INSERT INTO hooks_app_schema (version) VALUES ($1)", &[v])
             .await
             .map_err(db)?;
-        if *v == 1 {
-            let now: OffsetDateTime = tx.query_one("SELECT now()", &[]).await.map_err(db)?.get(0);
-            let now = now.replace_nanosecond(0).unwrap_or(now);
-            let hook = HookSpec::post_task().into_hook(post_task_id(), now);
-            insert_hook(&tx, &hook, false).await.map_err(db)?;
-        }
         applied.push(*v);
+    }
+    // A new database is seeded with post-task once the whole schema is there (the hook
+    // is written with every column the program knows).
+    if have == 0 {
+        let now: OffsetDateTime = tx.query_one("SELECT now()", &[]).await.map_err(db)?.get(0);
+        let now = now.replace_nanosecond(0).unwrap_or(now);
+        let hook = HookSpec::post_task().into_hook(post_task_id(), now);
+        insert_hook(&tx, &hook, false).await.map_err(db)?;
     }
     tx.commit().await.map_err(db)?;
     Ok(applied)

@@ -838,6 +838,7 @@ const HOOK_FIELDS: &[&str] = &[
     "event",
     "maxContextK",
     "maxCostUsd",
+    "maxLatenessSeconds",
     "enabled",
     "skipCron",
     "skipSubagents",
@@ -896,6 +897,9 @@ fn spec_from(m: &Map<String, Value>) -> Result<HookSpec, ApiError> {
     if let Some(c) = patch.max_cost {
         spec.max_cost = c;
     }
+    if let Some(l) = patch.max_lateness {
+        spec.max_lateness = l;
+    }
     if let Some(b) = patch.enabled {
         spec.enabled = b;
     }
@@ -925,6 +929,9 @@ pub fn patch_from(m: &Map<String, Value>) -> Result<HookPatch, ApiError> {
     }
     if let Some(k) = number(m, "maxContextK")? {
         p.max_context = Some(ContextCap::parse(&k)?);
+    }
+    if let Some(l) = number(m, "maxLatenessSeconds")? {
+        p.max_lateness = Some(MaxLateness::parse(&l)?);
     }
     if let Some(c) = number(m, "maxCostUsd")? {
         p.max_cost = Some(CostCap::parse(&c)?);
