@@ -82,11 +82,13 @@ pub fn run(root: &Path, seconds: u64) -> Result<(), String> {
             .spawn()
             .map_err(|e| e.to_string())?,
     );
+    // The daemon's registration says where it serves, once it listens.
+    let registration = data.join(format!("daemons/{}.json", _daemon.0.id()));
     let t = Instant::now();
     let url = loop {
-        if let Ok(text) = std::fs::read_to_string(data.join("http.json"))
+        if let Ok(text) = std::fs::read_to_string(&registration)
             && let Some(u) = text
-                .split("\"url\":\"")
+                .split("\"http\":\"")
                 .nth(1)
                 .and_then(|r| r.split('"').next())
         {
@@ -111,6 +113,8 @@ pub fn run(root: &Path, seconds: u64) -> Result<(), String> {
         .args(["--report", "junit", "--report-dir"])
         .arg(&dir)
         .env("SCHEMATHESIS_TELEMETRY", "false")
+        // Its cache of found failures goes with the report, not into the checkout.
+        .current_dir(&dir)
         .status()
         .map_err(|e| e.to_string())?;
     if status.success() {

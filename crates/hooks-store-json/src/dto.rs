@@ -134,7 +134,7 @@ pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of a hook this project knows.
-pub const HOOK_FIELDS: [&str; 15] = [
+pub const HOOK_FIELDS: [&str; 16] = [
     "id",
     "name",
     "event",
@@ -146,6 +146,7 @@ pub const HOOK_FIELDS: [&str; 15] = [
     "skipSubagents",
     "maxContextK",
     "maxCostUsd",
+    "maxLatenessSeconds",
     "createdAt",
     "lastStatus",
     "history",

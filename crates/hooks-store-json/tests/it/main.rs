@@ -468,3 +468,38 @@ async fn a_cost_cap_is_stored_as_max_cost_usd_and_only_where_set() {
         "{e}"
     );
 }
+
+#[tokio::test]
+async fn a_lateness_limit_is_kept_once_however_often_the_hook_is_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let file = || read_json(&dir.path().join(STORE_FILE));
+    assert!(
+        file()["hooks"]["post-task"]
+            .get("maxLatenessSeconds")
+            .is_none()
+    );
+    let late = HookPatch {
+        max_lateness: Some(MaxLateness::parse("600").unwrap()),
+        ..Default::default()
+    };
+    store.update_hook(&post_task_id(), &late).await.unwrap();
+    // Rewritten again and again (a rename, a toggle): the field stays one field.
+    for name in ["one", "two"] {
+        let p = HookPatch {
+            name: Some(name.into()),
+            ..Default::default()
+        };
+        store.update_hook(&post_task_id(), &p).await.unwrap();
+    }
+    let off = HookPatch {
+        enabled: Some(false),
+        ..Default::default()
+    };
+    store.update_hook(&post_task_id(), &off).await.unwrap();
+    let text = std::fs::read_to_string(dir.path().join(STORE_FILE)).unwrap();
+    assert_eq!(text.matches("\"maxLatenessSeconds\"").count(), 1, "{text}");
+    assert_eq!(file()["hooks"]["post-task"]["maxLatenessSeconds"], 600);
+    let h = store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(h.max_lateness.seconds(), 600, "read back");
+}
