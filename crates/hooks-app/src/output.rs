@@ -55,3 +55,8 @@ pub fn usd(v: f64) -> String {
         format!("${v:.4}")
     }
 }
+
+/// `n thing` or `n things`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -97,7 +97,10 @@ pub fn unpause(ctx: &Context, json: bool) -> AppResult {
     } else if was.is_none() {
         println!("not paused");
     } else {
-        println!("unpaused; {woken} waiting follow-up(s) woken");
+        println!(
+            "unpaused; {} woken",
+            crate::output::count(woken, "waiting follow-up", "waiting follow-ups")
+        );
     }
     Ok(())
 }

@@ -579,9 +579,8 @@ impl Service {
     /// no cost, started and finished now.
     async fn log_ended(&self, entry: &PendingEntry, status: &Status, warnings: &mut Vec<String>) {
         let now = self.now();
-        let n = self.next_run.fetch_add(1, Ordering::Relaxed);
         let record = RunRecord {
-            run_id: Some(format!("{}#{n}", self.config.owner)),
+            run_id: Some(self.next_run_id()),
             hook_id: entry.hook_id.clone(),
             session_id: entry.session_id.clone(),
             owner: Some(self.config.owner.clone()),
@@ -737,10 +736,15 @@ impl Service {
         }
     }
 
-    fn new_lease(&self, hook: &HookId, started_at: Timestamp) -> RunLease {
+    /// A run id no other line of this process's run log has: `<owner>#<n>`.
+    fn next_run_id(&self) -> String {
         let n = self.next_run.fetch_add(1, Ordering::Relaxed);
+        format!("{}#{n}", self.config.owner)
+    }
+
+    fn new_lease(&self, hook: &HookId, started_at: Timestamp) -> RunLease {
         RunLease {
-            run_id: format!("{}#{n}", self.config.owner),
+            run_id: self.next_run_id(),
             hook_id: hook.clone(),
             owner: self.config.owner.clone(),
             host: self.config.host.clone(),

@@ -580,6 +580,16 @@ fn fire_decision_table() {
         why,
     };
     let skipped = |s: &str| FireDecision::Finish(Status::skipped(s));
+    // Changed 2 s ago: looked at again once quiet for 5 s, with no retry used.
+    let quiet_wait = || FireDecision::Wait {
+        due_at: now + Duration::seconds(4),
+        waiting: Waiting {
+            reason: "conversation still being written to: waits until it has been quiet for 5s"
+                .into(),
+            since: now,
+            open: false,
+        },
+    };
     type Row<'a> = (
         &'a str,
         Option<&'a Hook>,
@@ -635,16 +645,7 @@ fn fire_decision_table() {
             3,
             false,
             None,
-            FireDecision::Wait {
-                due_at: now + Duration::seconds(4),
-                waiting: Waiting {
-                    reason:
-                        "conversation still being written to: waits until it has been quiet for 5s"
-                            .into(),
-                    since: now,
-                    open: false,
-                },
-            },
+            quiet_wait(),
         ),
         (
             "running",
@@ -678,16 +679,7 @@ fn fire_decision_table() {
             10,
             false,
             None,
-            FireDecision::Wait {
-                due_at: now + Duration::seconds(4),
-                waiting: Waiting {
-                    reason:
-                        "conversation still being written to: waits until it has been quiet for 5s"
-                            .into(),
-                    since: now,
-                    open: false,
-                },
-            },
+            quiet_wait(),
         ),
         (
             "missing, out of retries",

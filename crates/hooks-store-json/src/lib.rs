@@ -766,51 +766,53 @@ impl HookStore for JsonStore {
     }
 
     async fn budget(&self) -> Result<Option<hooks_core::cost::Budget>, StoreError> {
-        let file = self.read_file()?;
-        match file.extra.iter().find(|(k, _)| k == dto::BUDGET_KEY) {
-            None => Ok(None),
-            Some((_, raw)) => dto::BudgetDto::read(raw)
-                .map(Some)
-                .map_err(|e| StoreError::Corrupt(format!("{STORE_FILE}: budget: {e}"))),
-        }
+        self.get_extra(dto::BUDGET_KEY, "budget: ", dto::BudgetDto::read)
     }
 
     async fn pause(&self) -> Result<Option<hooks_core::Pause>, StoreError> {
-        let file = self.read_file()?;
-        match file.extra.iter().find(|(k, _)| k == dto::PAUSE_KEY) {
-            None => Ok(None),
-            Some((_, raw)) => dto::PauseDto::read(raw)
-                .map(Some)
-                .map_err(|e| StoreError::Corrupt(format!("{STORE_FILE}: {e}"))),
-        }
+        self.get_extra(dto::PAUSE_KEY, "", dto::PauseDto::read)
     }
 
     async fn set_pause(&self, pause: Option<hooks_core::Pause>) -> Result<(), StoreError> {
-        let raw = match &pause {
-            Some(p) => Some(
-                serde_json::value::to_raw_value(&dto::PauseDto::from_pause(p))
-                    .map_err(|e| StoreError::Io(format!("could not serialise the pause: {e}")))?,
-            ),
-            None => None,
-        };
-        self.set_extra(dto::PAUSE_KEY, raw)
+        let dto = pause.as_ref().map(dto::PauseDto::from_pause);
+        self.set_extra(dto::PAUSE_KEY, "the pause", dto.as_ref())
     }
 
     async fn set_budget(&self, budget: Option<hooks_core::cost::Budget>) -> Result<(), StoreError> {
-        let raw = match &budget {
-            Some(b) => Some(
-                serde_json::value::to_raw_value(&dto::BudgetDto::from_budget(b))
-                    .map_err(|e| StoreError::Io(format!("could not serialise the budget: {e}")))?,
-            ),
-            None => None,
-        };
-        self.set_extra(dto::BUDGET_KEY, raw)
+        let dto = budget.as_ref().map(dto::BudgetDto::from_budget);
+        self.set_extra(dto::BUDGET_KEY, "the budget", dto.as_ref())
     }
 }
 
 impl JsonStore {
+    /// One of this project's top-level keys of the store file, read by `read`; a value it
+    /// refuses is a corrupt store, named with `prefix`.
+    fn get_extra<T>(
+        &self,
+        key: &str,
+        prefix: &str,
+        read: impl Fn(&RawValue) -> Result<T, ValidationError>,
+    ) -> Result<Option<T>, StoreError> {
+        let file = self.read_file()?;
+        match file.extra.iter().find(|(k, _)| k == key) {
+            None => Ok(None),
+            Some((_, raw)) => read(raw)
+                .map(Some)
+                .map_err(|e| StoreError::Corrupt(format!("{STORE_FILE}: {prefix}{e}"))),
+        }
+    }
+
     /// Sets (or, `None`, removes) one of this project's top-level keys of the store file.
-    fn set_extra(&self, key: &str, raw: Option<Box<RawValue>>) -> Result<(), StoreError> {
+    fn set_extra(
+        &self,
+        key: &str,
+        what: &str,
+        value: Option<&impl serde::Serialize>,
+    ) -> Result<(), StoreError> {
+        let raw = value
+            .map(serde_json::value::to_raw_value)
+            .transpose()
+            .map_err(|e| StoreError::Io(format!("could not serialise {what}: {e}")))?;
         self.change(|state| {
             let extra = &mut state.file.extra;
             let at = extra.iter().position(|(k, _)| k == key);

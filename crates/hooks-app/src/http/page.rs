@@ -16,6 +16,7 @@ use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
 use super::state::{ApiError, Caller, HttpState, respond};
+use crate::output::count;
 
 /// The API's description (OpenAPI 3.0).
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -99,11 +100,6 @@ pub fn login_needed() -> Response<Full<Bytes>> {
             },
         ),
     )
-}
-
-/// `n thing` or `n things`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A session id short enough for a phone, whole on hover, linking to its lookup.
