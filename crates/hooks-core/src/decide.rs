@@ -42,11 +42,15 @@ impl Default for Policy {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
     Disabled,
-    AlreadyRan { at: Timestamp },
+    AlreadyRan {
+        at: Timestamp,
+    },
     CronSession,
     Subagent,
     AlreadyPending,
     HookDeleted,
+    /// A `conversation-failed` hook that does not follow up this kind of failure.
+    NotItsError(crate::failure::FailureKind),
 }
 
 impl fmt::Display for SkipReason {
@@ -60,6 +64,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Subagent => f.write_str("subagent conversation"),
             SkipReason::AlreadyPending => f.write_str("already pending"),
             SkipReason::HookDeleted => f.write_str("hook deleted"),
+            SkipReason::NotItsError(k) => write!(f, "not one of its errors ({k})"),
         }
     }
 }
@@ -80,14 +85,21 @@ pub struct EnqueueInput<'a> {
     pub origin: Origin,
     pub subagent: bool,
     pub already_pending: bool,
+    /// The failure, for a `conversation-failed` event.
+    pub failure: Option<&'a crate::failure::Failure>,
     pub now: Timestamp,
 }
 
-/// Queue or skip, in the order: disabled, loop guard, cron, subagent, already pending.
+/// Queue or skip, in the order: disabled, not its error, loop guard, cron, subagent,
+/// already pending. The loop guard counts per failure for a failed conversation: each
+/// failure is followed up once (the entry pending for it dedupes repeats), so a limit hit
+/// again days later is followed up again.
 pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
     let skip = if !i.hook.enabled {
         Some(SkipReason::Disabled)
-    } else if let Some(at) = i.stamp {
+    } else if let Some(f) = i.failure.filter(|f| !i.hook.errors.contains(f.kind)) {
+        Some(SkipReason::NotItsError(f.kind))
+    } else if let Some(at) = i.stamp.filter(|_| i.failure.is_none()) {
         Some(SkipReason::AlreadyRan { at })
     } else if i.hook.skip_cron && i.origin == Origin::Cron {
         Some(SkipReason::CronSession)
@@ -100,6 +112,11 @@ pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
     };
     match skip {
         Some(r) => EnqueueDecision::Skip(r),
+        None if i.failure.is_some() => EnqueueDecision::Queue {
+            due_at: ceil_to_second(i.failure.map_or(i.now, |f| {
+                crate::failure::due_at(f, i.hook.delay.seconds(), 1, i.now)
+            })),
+        },
         // With a delay, round up: the store keeps whole seconds, and rounding down would
         // make an entry due before its delay has passed. Without one, due now.
         None if i.hook.delay.seconds() == 0 => EnqueueDecision::Queue { due_at: i.now },
@@ -246,12 +263,16 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         // An entry queued after the stamp (`hooks run`) is a new request: it is told.
         let session = i.entry.session_id.as_str();
         let queued_after = i.entry.queued_at.is_some_and(|q| q > *at);
-        if !queued_after && hook.history.entries().iter().any(|e| e.session == session) {
-            return FireDecision::Drop;
+        // A failure after the last follow-up is a new one: it is followed up in turn.
+        let new_failure = queued_after && i.entry.error.is_some();
+        if !new_failure {
+            if !queued_after && hook.history.entries().iter().any(|e| e.session == session) {
+                return FireDecision::Drop;
+            }
+            return FireDecision::Finish(Status::skipped(
+                SkipReason::AlreadyRan { at: *at }.to_string(),
+            ));
         }
-        return FireDecision::Finish(Status::skipped(
-            SkipReason::AlreadyRan { at: *at }.to_string(),
-        ));
     }
     // Found long after it was due (the machine slept, no daemon ran): a stale follow-up is
     // skipped, not fired. Waits of its own (an open conversation, a pause) do not count.

@@ -9,6 +9,7 @@
 //! - [`stamp`]: the original store's timestamp form, written strictly and read leniently;
 //! - [`prompt`]: prompt files (frontmatter + body) and the run options they carry;
 //! - [`live`]: who holds a session: open Claude Code processes, run leases, waits;
+//! - [`failure`]: failed turns and limits: their kinds, reset times, the backoff;
 //! - [`cost`]: prices, the estimate before a run and the cost cap;
 //! - [`decide`]: the enqueue and fire decisions;
 //! - [`queue`]: the queue's rules (dedupe, claims, fencing), shared by every store;
@@ -18,6 +19,7 @@
 
 pub mod cost;
 pub mod decide;
+pub mod failure;
 pub mod id;
 pub mod live;
 pub mod model;

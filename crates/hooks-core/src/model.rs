@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+pub use crate::failure::{FailureKind, FailureKinds};
 use crate::id::describe;
 pub use crate::id::{HookId, SessionId, ValidationError};
 use crate::live::{LeaseInfo, OpenSession, ProcessRef, Waiting};
@@ -59,29 +60,35 @@ pub fn unique_hook_id(name: &str, taken: impl Fn(&str) -> bool) -> HookId {
     HookId(id)
 }
 
-/// What a hook reacts to. Only one event exists; the field is kept so more can follow
-/// without changing the stored shape.
+/// What a hook reacts to: a conversation that finished its task (`Stop` with the done
+/// marker), or one whose turn Claude Code stopped on an error (`StopFailure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
     ConversationDone,
+    ConversationFailed,
 }
 
 impl Event {
-    pub const ALL: [Event; 1] = [Event::ConversationDone];
+    pub const ALL: [Event; 2] = [Event::ConversationDone, Event::ConversationFailed];
 
     /// Empty means `conversation-done`.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         match s.trim() {
             "" | "conversation-done" => Ok(Event::ConversationDone),
+            "conversation-failed" => Ok(Event::ConversationFailed),
             other => Err(ValidationError::new(
                 "event",
-                format!("must be conversation-done (got {})", describe(other)),
+                format!(
+                    "must be conversation-done or conversation-failed (got {})",
+                    describe(other)
+                ),
             )),
         }
     }
     pub fn as_str(self) -> &'static str {
         match self {
             Event::ConversationDone => "conversation-done",
+            Event::ConversationFailed => "conversation-failed",
         }
     }
 }
@@ -440,6 +447,8 @@ pub struct Hook {
     pub max_cost: CostCap,
     /// An entry found later than this past its due time is skipped, not fired.
     pub max_lateness: MaxLateness,
+    /// The failures a `conversation-failed` hook follows up.
+    pub errors: FailureKinds,
     pub created_at: Option<Timestamp>,
     pub last_status: Option<Status>,
     pub history: History,
@@ -454,6 +463,7 @@ pub struct HookRules {
     pub enabled: bool,
     pub skip_cron: bool,
     pub skip_subagents: bool,
+    pub errors: FailureKinds,
 }
 
 impl From<&Hook> for HookRules {
@@ -465,6 +475,7 @@ impl From<&Hook> for HookRules {
             enabled: h.enabled,
             skip_cron: h.skip_cron,
             skip_subagents: h.skip_subagents,
+            errors: h.errors.clone(),
         }
     }
 }
@@ -482,6 +493,7 @@ pub struct HookSpec {
     pub max_context: ContextCap,
     pub max_cost: CostCap,
     pub max_lateness: MaxLateness,
+    pub errors: FailureKinds,
 }
 
 impl HookSpec {
@@ -499,6 +511,7 @@ impl HookSpec {
             max_context: ContextCap::NONE,
             max_cost: CostCap::NONE,
             max_lateness: MaxLateness::NONE,
+            errors: FailureKinds::default(),
         })
     }
 
@@ -515,6 +528,79 @@ impl HookSpec {
             max_context: ContextCap(60),
             max_cost: CostCap::NONE,
             max_lateness: MaxLateness::NONE,
+            errors: FailureKinds::default(),
+        }
+    }
+
+    /// The second seeded hook, off until the user turns it on: a conversation stopped by a
+    /// usage or capacity limit carries on once the limit has reset.
+    pub fn continue_after_limit() -> Self {
+        Self {
+            name: "Continue after limit".to_owned(),
+            event: Event::ConversationFailed,
+            delay: Delay(60),
+            prompt_file: PromptFile(format!("{PROMPT_DIR}/continue-after-limit.md")),
+            enabled: false,
+            skip_cron: true,
+            skip_subagents: true,
+            max_context: ContextCap::NONE,
+            max_cost: CostCap::NONE,
+            max_lateness: MaxLateness::NONE,
+            errors: FailureKinds::default(),
+        }
+    }
+
+    /// Sets what `patch` gives. A hook made a `conversation-failed` one without a delay of
+    /// its own gets 60 s, the first wait of its backoff.
+    pub fn apply(&mut self, patch: &HookPatch) {
+        let HookPatch {
+            name,
+            event,
+            delay,
+            prompt_file,
+            enabled,
+            skip_cron,
+            skip_subagents,
+            max_context,
+            max_cost,
+            max_lateness,
+            errors,
+        } = patch;
+        if let Some(v) = name {
+            self.name.clone_from(v);
+        }
+        if let Some(v) = *event {
+            self.event = v;
+            if v == Event::ConversationFailed && delay.is_none() {
+                self.delay = Delay(60);
+            }
+        }
+        if let Some(v) = *delay {
+            self.delay = v;
+        }
+        if let Some(v) = prompt_file {
+            self.prompt_file = v.clone();
+        }
+        if let Some(v) = *enabled {
+            self.enabled = v;
+        }
+        if let Some(v) = *skip_cron {
+            self.skip_cron = v;
+        }
+        if let Some(v) = *skip_subagents {
+            self.skip_subagents = v;
+        }
+        if let Some(v) = *max_context {
+            self.max_context = v;
+        }
+        if let Some(v) = *max_cost {
+            self.max_cost = v;
+        }
+        if let Some(v) = *max_lateness {
+            self.max_lateness = v;
+        }
+        if let Some(v) = errors {
+            self.errors = v.clone();
         }
     }
 
@@ -531,6 +617,7 @@ impl HookSpec {
             max_context: self.max_context,
             max_cost: self.max_cost,
             max_lateness: self.max_lateness,
+            errors: self.errors,
             created_at: Some(now),
             last_status: None,
             history: History::default(),
@@ -541,6 +628,19 @@ impl HookSpec {
 /// The id the seeded hook has.
 pub fn post_task_id() -> HookId {
     HookId("post-task".to_owned())
+}
+
+/// The hooks a new store is seeded with: `post-task`, and `continue-after-limit` (off).
+pub fn seed_hooks(now: Timestamp) -> [Hook; 2] {
+    [
+        HookSpec::post_task().into_hook(post_task_id(), now),
+        HookSpec::continue_after_limit().into_hook(continue_after_limit_id(), now),
+    ]
+}
+
+/// The id the second seeded hook has.
+pub fn continue_after_limit_id() -> HookId {
+    HookId("continue-after-limit".to_owned())
 }
 
 /// A change to a hook: each `Some` field replaces the hook's value.
@@ -556,6 +656,7 @@ pub struct HookPatch {
     pub max_context: Option<ContextCap>,
     pub max_cost: Option<CostCap>,
     pub max_lateness: Option<MaxLateness>,
+    pub errors: Option<FailureKinds>,
 }
 
 impl HookPatch {
@@ -592,6 +693,9 @@ impl HookPatch {
         }
         if let Some(v) = self.max_cost {
             hook.max_cost = v;
+        }
+        if let Some(v) = &self.errors {
+            hook.errors = v.clone();
         }
     }
 }
@@ -649,6 +753,8 @@ pub struct PendingEntry {
     pub claim: Option<Claim>,
     /// Why it waits without using up retries (an open conversation, another run).
     pub waiting: Option<Waiting>,
+    /// The failure it follows up (a `conversation-failed` hook's entry).
+    pub error: Option<FailureKind>,
 }
 
 impl PendingEntry {
@@ -883,6 +989,8 @@ pub struct RunOutcome {
     pub session_id: Option<String>,
     /// The reply text, when there was one.
     pub result_text: Option<String>,
+    /// The HTTP status of the API error the run ended on (`429`, `529`), when it did.
+    pub api_error_status: Option<u16>,
 }
 
 impl RunOutcome {

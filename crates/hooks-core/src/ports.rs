@@ -363,12 +363,18 @@ pub trait Clock: Send + Sync {
     /// UTC and fixed offsets (`+05:30`) only.
     #[allow(clippy::needless_lifetimes)] // mockall's mock needs the lifetime named
     fn day<'z>(&self, zone: Option<&'z str>, at: Timestamp) -> Result<crate::cost::Day, String> {
-        let offset = match zone {
-            None | Some("UTC" | "Etc/UTC" | "Z") => 0,
+        Ok(crate::cost::Day::at_offset(at, self.offset(zone, at)?))
+    }
+
+    /// The UTC offset, in seconds, of `zone` (as for [`Clock::day`]) at `at`. This default
+    /// knows UTC and fixed offsets only.
+    #[allow(clippy::needless_lifetimes)]
+    fn offset<'z>(&self, zone: Option<&'z str>, _at: Timestamp) -> Result<i32, String> {
+        match zone {
+            None | Some("UTC" | "Etc/UTC" | "Z") => Ok(0),
             Some(z) => {
-                crate::cost::parse_offset(z).ok_or_else(|| format!("unknown time zone {z:?}"))?
+                crate::cost::parse_offset(z).ok_or_else(|| format!("unknown time zone {z:?}"))
             }
-        };
-        Ok(crate::cost::Day::at_offset(at, offset))
+        }
     }
 }

@@ -21,6 +21,8 @@ pub struct EnqueueRequest {
     pub stamps: BTreeMap<HookId, Timestamp>,
     pub origin: Origin,
     pub subagent: bool,
+    /// What failed, for a `conversation-failed` event.
+    pub failure: Option<crate::failure::Failure>,
     pub now: Timestamp,
 }
 
@@ -44,6 +46,7 @@ pub fn plan_event(
             origin: r.origin,
             subagent: r.subagent,
             already_pending,
+            failure: r.failure.as_ref(),
             now: r.now,
         });
         if let EnqueueDecision::Queue { due_at } = d {
@@ -54,7 +57,12 @@ pub fn plan_event(
                 queued_at: Some(r.now),
                 retries: 0,
                 claim: None,
-                waiting: None,
+                waiting: r.failure.as_ref().map(|f| Waiting {
+                    reason: crate::failure::wait_reason(f.kind, due_at, 1),
+                    since: r.now,
+                    open: false,
+                }),
+                error: r.failure.as_ref().map(|f| f.kind),
             });
         }
         decisions.push((hook.id.clone(), d));
@@ -177,7 +185,8 @@ pub fn requeue(
 
 /// Makes `session`'s waiting entries due at `due_at` (or earlier, if they already were),
 /// and clears why they waited; with `open_only`, only those waiting for the conversation
-/// to close. Returns how many changed. An entry claimed at the moment is woken too: its
+/// to close. A wait for a limit to reset ([`crate::failure::LIMIT_WAIT`]) is left alone:
+/// another run ending says nothing about the limit. Returns how many changed. An entry claimed at the moment is woken too: its
 /// claimer's requeue decides again, and a wake it overwrites is caught by the daemon's
 /// check of open conversations.
 pub fn wake(
@@ -188,7 +197,10 @@ pub fn wake(
 ) -> usize {
     let mut n = 0;
     for p in pending.iter_mut().filter(|p| {
-        p.session_id == *session && p.waiting.as_ref().is_some_and(|w| w.open || !open_only)
+        p.session_id == *session
+            && p.waiting.as_ref().is_some_and(|w| {
+                w.open || (!open_only && !w.reason.starts_with(crate::failure::LIMIT_WAIT))
+            })
     }) {
         p.waiting = None;
         if p.due_at.time().is_none_or(|t| t > due_at) {

@@ -11,6 +11,7 @@ use time::Duration;
 
 use crate::cost::{self, Budget, BudgetView, CostView, Estimate, PriceTable};
 use crate::decide::{self, EnqueueDecision, FireDecision, FireInput, NotReady, Policy, SkipReason};
+use crate::failure::{self, FailureKind};
 use crate::live::*;
 use crate::model::*;
 use crate::ports::*;
@@ -82,6 +83,8 @@ pub struct NotifyEvent {
     pub update: SessionUpdate,
     /// The event itself says it came from a subagent (a hook input with `agent_id`).
     pub subagent: bool,
+    /// What failed, for a `conversation-failed` event.
+    pub failure: Option<crate::failure::FailedTurn>,
 }
 
 /// What notify did for one hook.
@@ -118,6 +121,13 @@ pub enum FireAction {
     LostStamp { at: Timestamp },
     /// The follow-up ran.
     Ran(Box<RunRecord>),
+    /// The follow-up ran into a usage or capacity limit: it is back in the queue, due when
+    /// the limit resets (or after a backoff). The run log has the attempt.
+    Limited {
+        due_at: Timestamp,
+        waiting: Waiting,
+        run: Box<RunRecord>,
+    },
     /// The claim was lost before the result could be written; the outcome was recorded
     /// on the hook all the same (for runs) or left to the new owner (for the rest).
     Fenced,
@@ -208,8 +218,14 @@ fn prompt_vars(
         ),
         ("hook_id", hook.id.to_string()),
         ("last_message", last),
-        // Set for a follow-up of a failed conversation; none fails yet.
-        ("error", String::new()),
+        // Set for a follow-up of a failed conversation.
+        (
+            "error",
+            entry
+                .error
+                .map(|k| k.as_str().to_owned())
+                .unwrap_or_default(),
+        ),
         ("due_at", entry.became_due().to_string()),
         ("attempt", (entry.retries + 1).to_string()),
     ])
@@ -270,9 +286,22 @@ impl Service {
         } else {
             self.ports.meta.remember(&ev.session, &ev.update).await?
         };
+        let now = self.now();
+        // A failure event always says what failed: one that does not is an `unknown` one.
+        let unknown = (ev.event == Event::ConversationFailed).then(|| crate::failure::FailedTurn {
+            kind: FailureKind::Unknown,
+            texts: Vec::new(),
+        });
+        let failure = ev
+            .failure
+            .as_ref()
+            .or(unknown.as_ref())
+            .filter(|_| ev.event == Event::ConversationFailed)
+            .map(|f| f.resolve(now, |zone, at| self.ports.clock.offset(zone, at).ok()));
         let request = EnqueueRequest {
             session: ev.session.clone(),
             event: ev.event,
+            failure,
             stamps: state.stamps.clone(),
             origin: state.origin.unwrap_or_default(),
             subagent: ev.subagent
@@ -280,7 +309,7 @@ impl Service {
                     .transcript_path
                     .as_deref()
                     .is_some_and(is_subagent_path),
-            now: self.now(),
+            now,
         };
         let decisions = self.ports.store.enqueue_event(&request).await?;
         Ok(decisions
@@ -496,6 +525,14 @@ impl Service {
             FireDecision::Wait { due_at, waiting } => self.wait(entry, due_at, waiting).await?,
             FireDecision::Fire => match (hook, prompt, facts.cwd()) {
                 (Some(hook), Some(Ok(mut prompt)), Some(cwd)) => {
+                    // A new failure after an earlier one was followed up: the earlier
+                    // stamp gives way (decide_fire let it through for that).
+                    if entry.error.is_some()
+                        && let Some(at) = facts.state.stamps.get(&hook.id)
+                        && entry.queued_at.is_some_and(|q| q > *at)
+                    {
+                        self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
+                    }
                     // Claude itself stops a run that grows past the cap.
                     prompt.options.max_budget = hook.max_cost;
                     let (estimate, model) = match cost {
@@ -868,6 +905,26 @@ impl Service {
         };
         record.finished_at = Some(self.now());
         record.outcome = outcome;
+        if let Some(kind) = record
+            .outcome
+            .api_error_status
+            .and_then(FailureKind::from_api_status)
+        {
+            let attempt = entry.retries + 1;
+            if attempt < failure::MAX_ATTEMPTS {
+                if let Some(action) = self.limited(entry, &hook, &record, kind, attempt).await? {
+                    self.ports.meta.end_lease(session, &lease.run_id).await?;
+                    let due = self.now() + self.config.policy.quiet_period;
+                    self.ports.store.wake(session, due, false).await?;
+                    return Ok(action);
+                }
+            } else {
+                let was = record.outcome.status();
+                record.outcome.status = Some(Status::skipped(format!(
+                    "still failing after {attempt} attempts ({kind}): {was}"
+                )));
+            }
+        }
         // The run log first: it is append-only and the one place a run's cost is kept.
         self.ports.store.append_run(&record).await?;
         let hook_record = HookRecord {
@@ -899,6 +956,59 @@ impl Service {
         let due = self.now() + self.config.policy.quiet_period;
         self.ports.store.wake(session, due, false).await?;
         Ok(FireAction::Ran(Box::new(record)))
+    }
+
+    /// A run that ended on a limit (`kind`) goes back to the queue, due when the limit
+    /// resets (or after the backoff), its stamp taken off so the next attempt may run; the
+    /// run log keeps the attempt. `None`: the claim was lost, and the run is recorded as
+    /// any other.
+    async fn limited(
+        &self,
+        entry: &PendingEntry,
+        hook: &Hook,
+        record: &RunRecord,
+        kind: FailureKind,
+        attempt: u32,
+    ) -> Result<Option<FireAction>, ServiceError> {
+        let now = self.now();
+        let turn = failure::FailedTurn {
+            kind,
+            texts: record.outcome.result_text.iter().cloned().collect(),
+        };
+        let found = turn.resolve(now, |zone, at| self.ports.clock.offset(zone, at).ok());
+        let due_at = decide::ceil_to_second(failure::due_at(
+            &found,
+            hook.delay.seconds(),
+            attempt + 1,
+            now,
+        ));
+        let waiting = Waiting {
+            reason: failure::wait_reason(kind, due_at, attempt + 1),
+            since: now,
+            open: false,
+        };
+        self.ports.store.append_run(record).await?;
+        self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
+        match self
+            .ports
+            .store
+            .requeue(
+                &entry.key(),
+                &self.config.owner,
+                due_at,
+                attempt,
+                Some(waiting.clone()),
+            )
+            .await
+        {
+            Ok(()) => Ok(Some(FireAction::Limited {
+                due_at,
+                waiting,
+                run: Box::new(record.clone()),
+            })),
+            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// The store's daily budget as it stands at `now`: the day in its zone (UTC should the
@@ -986,6 +1096,7 @@ impl Service {
             retries: 0,
             claim: None,
             waiting: None,
+            error: None,
         };
         let unstamped = if force {
             self.ports.meta.unstamp(session, hook).await?

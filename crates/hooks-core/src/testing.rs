@@ -63,13 +63,12 @@ impl InMemoryStore {
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
-    /// Seeded like a fresh file store: the `post-task` hook.
+    /// Seeded like a fresh file store: `post-task`, and `continue-after-limit` (off).
     pub fn seeded(now: Timestamp) -> Arc<Self> {
         let s = Self::default();
-        lock(&s.0).hooks.insert(
-            post_task_id(),
-            HookSpec::post_task().into_hook(post_task_id(), now),
-        );
+        for hook in seed_hooks(now) {
+            lock(&s.0).hooks.insert(hook.id.clone(), hook);
+        }
         Arc::new(s)
     }
 }
@@ -551,6 +550,10 @@ impl ScriptedRunner {
             calls: Mutex::default(),
             count: AtomicUsize::new(0),
         })
+    }
+    /// What the next runs end with.
+    pub fn set_outcome(&self, outcome: Result<RunOutcome, RunnerError>) {
+        *lock(&self.outcome) = outcome;
     }
     pub fn calls(&self) -> Vec<RunRequest> {
         lock(&self.calls).clone()

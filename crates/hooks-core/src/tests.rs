@@ -336,6 +336,7 @@ fn hook() -> Hook {
 
 fn pending(retries: u32) -> PendingEntry {
     PendingEntry {
+        error: None,
         hook_id: post_task_id(),
         session_id: sid("s1"),
         due_at: DueAt::At(t0()),
@@ -457,6 +458,7 @@ fn enqueue_decision_table() {
     for (name, hook, stamp, origin, subagent, already_pending, want) in rows {
         let rules = HookRules::from(hook);
         let got = decide_enqueue(EnqueueInput {
+            failure: None,
             hook: &rules,
             stamp,
             origin,
@@ -469,6 +471,7 @@ fn enqueue_decision_table() {
     // A due time is never earlier than now + delay: it rounds up to the whole second.
     let rules = HookRules::from(&base);
     let input = EnqueueInput {
+        failure: None,
         hook: &rules,
         stamp: None,
         origin: Origin::Interactive,
@@ -920,6 +923,7 @@ fn world() -> World {
 
 fn done_event(s: &str) -> NotifyEvent {
     NotifyEvent {
+        failure: None,
         session: sid(s),
         event: Event::ConversationDone,
         update: SessionUpdate {
@@ -2512,4 +2516,194 @@ async fn an_entry_found_later_than_its_hooks_limit_is_skipped_as_late() {
     for bad in ["-1", "2592001", "soon"] {
         check_refused(MaxLateness::parse(bad), "maxLatenessSeconds", "30 days");
     }
+}
+
+fn failed_event(s: &str, kind: FailureKind, text: &str) -> NotifyEvent {
+    NotifyEvent {
+        event: Event::ConversationFailed,
+        failure: Some(crate::failure::FailedTurn {
+            kind,
+            texts: vec![text.to_owned()],
+        }),
+        ..done_event(s)
+    }
+}
+
+fn limited(status: u16, text: &str) -> RunOutcome {
+    RunOutcome {
+        status: Some(Status::error(text)),
+        exit_code: Some(1),
+        api_error_status: Some(status),
+        result_text: Some(text.to_owned()),
+        ..RunOutcome::default()
+    }
+}
+
+/// The world with `continue-after-limit` on (reading the one prompt the fakes have).
+async fn limit_world() -> World {
+    let w = world();
+    let patch = HookPatch {
+        enabled: Some(true),
+        prompt_file: Some(PromptFile::parse(".claude/agents/hooks/post-task.md").unwrap()),
+        ..HookPatch::default()
+    };
+    w.service
+        .update_hook(&continue_after_limit_id(), &patch)
+        .await
+        .unwrap();
+    w
+}
+
+#[tokio::test]
+async fn a_conversation_stopped_by_a_limit_is_continued_after_the_reset_once_per_failure() {
+    let w = limit_world().await;
+    let s = sid("s1");
+    w.meta.set_transcript(&s, transcript(100, Some(1), false));
+    // t0 is 2026-11-30T00:53:20Z; the limit resets at 02:00 UTC.
+    let msg = "You've hit your 5-hour limit · resets 2am (UTC)";
+    let r = w
+        .service
+        .notify(&failed_event("s1", FailureKind::RateLimit, msg))
+        .await
+        .unwrap();
+    let reset = stamp::parse("2026-11-30T02:00:00+0000").unwrap();
+    // Only the failure's hook: post-task listens to finished conversations.
+    assert_eq!(
+        r,
+        [NotifyReport {
+            hook_id: continue_after_limit_id(),
+            outcome: NotifyOutcome::Queued {
+                due_at: reset + Duration::seconds(60)
+            }
+        }]
+    );
+    let entry = &w.store.snapshot().await.unwrap().pending[0];
+    assert_eq!(entry.error, Some(FailureKind::RateLimit));
+    assert_eq!(
+        entry.state_text(t0()),
+        "waiting: rate limited until 2026-11-30T02:01:00+0000 (attempt 1 of 5)"
+    );
+    // The same failure told twice (a command and an http hook) is queued once.
+    let again = w
+        .service
+        .notify(&failed_event("s1", FailureKind::RateLimit, msg))
+        .await
+        .unwrap();
+    assert_eq!(
+        again[0].outcome,
+        NotifyOutcome::Skipped(SkipReason::AlreadyPending)
+    );
+    // Another run on the session ending wakes what waited for it, not a limit's wait.
+    assert_eq!(w.store.wake(&s, t0(), false).await.unwrap(), 0);
+    assert!(fire_all(&w).await.is_empty(), "nothing before the reset");
+    // The follow-up itself hits the limit again: back in the queue, the attempt logged.
+    w.clock.set(reset + Duration::seconds(60));
+    w.runner.set_outcome(Ok(limited(
+        429,
+        "You've hit your 5-hour limit · resets 7am (UTC)",
+    )));
+    let fired = fire_all(&w).await;
+    let FireAction::Limited {
+        due_at, waiting, ..
+    } = &fired[0].action
+    else {
+        panic!("{fired:?}");
+    };
+    assert_eq!(*due_at, stamp::parse("2026-11-30T07:01:00+0000").unwrap());
+    assert!(waiting.reason.contains("attempt 2 of 5"), "{waiting:?}");
+    assert!(
+        w.meta.stamps(&s).is_empty(),
+        "the stamp gives way to the next attempt"
+    );
+    assert_eq!(w.store.runs(&RunFilter::default()).await.unwrap().len(), 1);
+    let hook = w
+        .store
+        .get_hook(&continue_after_limit_id())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        hook.last_status, None,
+        "not an ending: nothing on the hook yet"
+    );
+    // After the reset it runs, with the failure in its variables.
+    w.clock.set(*due_at);
+    w.runner.set_outcome(Ok(RunOutcome {
+        status: Some(Status::Ok),
+        exit_code: Some(0),
+        ..RunOutcome::default()
+    }));
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    assert_eq!(w.runner.count(), 2);
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty());
+    // Days later the conversation hits a limit again: a new failure, continued again.
+    w.clock.advance(Duration::days(4));
+    let r = w
+        .service
+        .notify(&failed_event(
+            "s1",
+            FailureKind::RateLimit,
+            "API Error: Request rejected (429)",
+        ))
+        .await
+        .unwrap();
+    assert!(
+        matches!(r[0].outcome, NotifyOutcome::Queued { .. }),
+        "{r:?}"
+    );
+    w.clock.advance(Duration::minutes(5));
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    assert_eq!(w.runner.count(), 3);
+    // A failure the hook does not follow up is not queued.
+    let r = w
+        .service
+        .notify(&failed_event("s1", FailureKind::BillingError, "no credit"))
+        .await
+        .unwrap();
+    assert_eq!(
+        r[0].outcome,
+        NotifyOutcome::Skipped(SkipReason::NotItsError(FailureKind::BillingError))
+    );
+}
+
+#[tokio::test]
+async fn an_overload_backs_off_doubling_and_gives_up_after_five_attempts() {
+    let w = limit_world().await;
+    let s = sid("s1");
+    w.meta.set_transcript(&s, transcript(100, Some(1), false));
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.runner
+        .set_outcome(Ok(limited(529, "API Error: 529 Overloaded")));
+    // post-task's delay is 10 s: tried at 10 s, then 20, 40, 80 s later, then given up.
+    let mut waits = Vec::new();
+    w.clock.advance(Duration::seconds(10));
+    loop {
+        let fired = fire_all(&w).await;
+        match &fired[0].action {
+            FireAction::Limited { due_at, .. } => {
+                waits.push((*due_at - w.clock.now()).whole_seconds());
+                w.clock.set(*due_at);
+            }
+            FireAction::Ran(run) => {
+                assert_eq!(
+                    run.outcome.status(),
+                    Status::skipped(
+                        "still failing after 5 attempts (overloaded): error: API Error: 529 Overloaded"
+                    )
+                );
+                break;
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(waits, [20, 40, 80, 160]);
+    assert_eq!(w.runner.count(), 5);
+    assert_eq!(w.store.runs(&RunFilter::default()).await.unwrap().len(), 5);
+    let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert!(
+        matches!(hook.last_status, Some(Status::Skipped(_))),
+        "{hook:?}"
+    );
 }

@@ -17,6 +17,8 @@ struct ResultJson {
     total_cost_usd: Option<f64>,
     duration_ms: Option<u64>,
     session_id: Option<String>,
+    /// The HTTP status of the API error the turn ended on (2.1.197 and later).
+    api_error_status: Option<u16>,
     usage: Option<UsageJson>,
     #[serde(rename = "modelUsage")]
     model_usage: Option<std::collections::BTreeMap<String, ModelUsageJson>>,
@@ -148,6 +150,8 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
         Status::error(why)
     };
     RunOutcome {
+        // Only for a run that did not succeed: a limit after success changes nothing.
+        api_error_status: r.api_error_status.filter(|_| !ok),
         status: Some(status),
         exit_code,
         completed: r
@@ -199,6 +203,24 @@ mod tests {
         assert_eq!(
             parse_outcome(Some(0), bare.as_bytes(), b"").cost_usd,
             Some(0.5)
+        );
+    }
+
+    #[test]
+    fn a_limit_is_read_with_its_status_and_message() {
+        // What 2.1.332 printed for a subscription's usage limit (trimmed).
+        let limited = r#"{"subtype":"success","is_error":true,"api_error_status":429,"api_error_type":"rate_limit_error","api_error":"usage_limit_reached","result":"You've hit your 5-hour limit · resets 7:20am (UTC)","type":"result","num_turns":1,"total_cost_usd":0}"#;
+        let o = parse_outcome(Some(1), limited.as_bytes(), b"");
+        assert_eq!(o.api_error_status, Some(429));
+        assert_eq!(
+            o.status(),
+            Status::error("You've hit your 5-hour limit · resets 7:20am (UTC)")
+        );
+        // A run that succeeded is not a limit, whatever a field says.
+        let fine = r#"{"type":"result","subtype":"success","is_error":false,"api_error_status":429,"result":"ok"}"#;
+        assert_eq!(
+            parse_outcome(Some(0), fine.as_bytes(), b"").api_error_status,
+            None
         );
     }
 }

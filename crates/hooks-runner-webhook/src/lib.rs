@@ -159,6 +159,7 @@ fn outcome(body: &[u8]) -> RunOutcome {
         s => s,
     };
     RunOutcome {
+        api_error_status: None,
         status: Some(status),
         exit_code: o.exit_code,
         completed: o.completed,

@@ -25,6 +25,7 @@ fn block_on<F: Future>(f: F) -> F::Output {
 
 fn entry(s: &str, due: OffsetDateTime) -> PendingEntry {
     PendingEntry {
+        error: None,
         hook_id: post_task_id(),
         session_id: SessionId::parse(s).expect("session id"),
         due_at: DueAt::At(due),

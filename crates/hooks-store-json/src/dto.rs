@@ -113,6 +113,10 @@ pub struct HookDto {
     /// This project's: how late an entry may still fire, in seconds (0 or absent: no limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_lateness_seconds: Option<Value>,
+    /// This project's: the failures a `conversation-failed` hook follows up (absent: the
+    /// default three).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Value>,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -134,7 +138,7 @@ pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of a hook this project knows.
-pub const HOOK_FIELDS: [&str; 16] = [
+pub const HOOK_FIELDS: [&str; 17] = [
     "id",
     "name",
     "event",
@@ -147,6 +151,7 @@ pub const HOOK_FIELDS: [&str; 16] = [
     "maxContextK",
     "maxCostUsd",
     "maxLatenessSeconds",
+    "errors",
     "createdAt",
     "lastStatus",
     "history",
@@ -172,6 +177,30 @@ fn whole(field: &'static str, v: &Value) -> Result<i64, ValidationError> {
         other => Err(ValidationError::new(
             field,
             format!("must be a whole number (got {other})"),
+        )),
+    }
+}
+
+/// A stored `errors`: a list of names, or one comma-separated string; absent or null, the
+/// default.
+fn failure_kinds(v: Option<&Value>) -> Result<FailureKinds, ValidationError> {
+    match v {
+        None | Some(Value::Null) => Ok(FailureKinds::default()),
+        Some(Value::String(s)) => FailureKinds::parse(s),
+        Some(Value::Array(items)) => {
+            let names = items
+                .iter()
+                .map(|i| {
+                    i.as_str().ok_or_else(|| {
+                        ValidationError::new("errors", format!("each must be a name (got {i})"))
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            FailureKinds::new(&names)
+        }
+        Some(other) => Err(ValidationError::new(
+            "errors",
+            format!("must be a list of failure names (got {other})"),
         )),
     }
 }
@@ -260,6 +289,7 @@ impl HookDto {
                 .collect(),
         );
         Ok(Hook {
+            errors: failure_kinds(self.errors.as_ref())?,
             id,
             name,
             event: Event::parse(self.event.as_deref().unwrap_or(""))?,
@@ -299,6 +329,9 @@ impl HookDto {
             0 => self.max_lateness_seconds.take().map(|_| Value::from(0)),
             n => Some(Value::from(n)),
         };
+        // Written for the hooks it matters to, and where a file has it already.
+        self.errors = (hook.event == Event::ConversationFailed || self.errors.is_some())
+            .then(|| Value::from(hook.errors.names()));
         if self.created_at.as_deref().and_then(stamp::parse) != hook.created_at {
             self.created_at = hook.created_at.map(stamp::format);
         }
@@ -330,6 +363,8 @@ pub struct RulesDto {
     skip_cron: Option<bool>,
     #[serde(default)]
     skip_subagents: Option<bool>,
+    #[serde(default)]
+    errors: Option<Value>,
 }
 
 impl RulesDto {
@@ -376,6 +411,7 @@ impl RulesDto {
             (None, None) => 0,
         };
         Ok(HookRules {
+            errors: failure_kinds(d.errors.as_ref())?,
             id: HookId::parse(key)?,
             event: Event::parse(d.event.as_deref().unwrap_or(""))?,
             delay: Delay::from_seconds(delay)?,
@@ -413,6 +449,9 @@ pub struct PendingDto {
     /// Why the entry waits, while it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<WaitingDto>,
+    /// The failure it follows up (`rate_limit`, …), for a `conversation-failed` hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     /// Fields this project does not know. Not read with the entry (a flattened map makes
     /// every entry slow to parse); recovered from the stored bytes when an entry changes.
     #[serde(skip_deserializing, flatten)]
@@ -420,7 +459,7 @@ pub struct PendingDto {
 }
 
 /// The fields of a pending entry this project knows.
-pub const PENDING_FIELDS: [&str; 8] = [
+pub const PENDING_FIELDS: [&str; 9] = [
     "hookId",
     "sessionId",
     "dueAt",
@@ -429,6 +468,7 @@ pub const PENDING_FIELDS: [&str; 8] = [
     "claimedBy",
     "claimExpiresAt",
     "waiting",
+    "error",
 ];
 
 /// Why a pending entry waits: `{"reason", "since", "open"}`.
@@ -463,6 +503,8 @@ impl PendingDto {
             _ => None,
         };
         Ok(PendingEntry {
+            // A name this version does not know still follows a failure up.
+            error: self.error.as_deref().map(FailureKind::from_claude),
             hook_id: HookId::parse(&self.hook_id)?,
             session_id: SessionId::parse(&self.session_id)?,
             due_at,
@@ -494,6 +536,7 @@ impl PendingDto {
                 since: stamp::format(w.since),
                 open: w.open,
             }),
+            error: e.error.map(|k| k.as_str().to_owned()),
             extra,
         }
     }
@@ -591,6 +634,7 @@ impl RunDto {
             started_at: stamp::parse(&self.started_at)?,
             finished_at,
             outcome: RunOutcome {
+                api_error_status: None,
                 status: self.status.as_deref().map(Status::parse),
                 exit_code: self.exit_code,
                 completed: self.completed,

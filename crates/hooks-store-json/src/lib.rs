@@ -125,7 +125,7 @@ fn invalid_hook(key: &str, e: &ValidationError) -> StoreError {
 
 impl JsonStore {
     /// Opens the store in `dir`, creating the folder (`0700`) and seeding the file with the
-    /// `post-task` hook when it does not exist yet.
+    /// `post-task` and `continue-after-limit` hooks when it does not exist yet.
     pub fn open(dir: &Path, now: Timestamp) -> Result<Self, StoreError> {
         create_dir_private(dir).map_err(|e| io_err(dir, "create the data folder", &e))?;
         let store = Self {
@@ -137,11 +137,12 @@ impl JsonStore {
             let _lock = store.lock()?;
             if !store.path.exists() {
                 let mut file = FileDto::default();
-                let hook = HookSpec::post_task().into_hook(post_task_id(), now);
-                let raw = HookDto::rewrite(None, &hook).ok_or_else(|| {
-                    StoreError::Io("could not serialise the seed hook".to_owned())
-                })?;
-                file.hooks.insert(hook.id.to_string(), raw);
+                for hook in seed_hooks(now) {
+                    let raw = HookDto::rewrite(None, &hook).ok_or_else(|| {
+                        StoreError::Io("could not serialise the seed hooks".to_owned())
+                    })?;
+                    file.hooks.insert(hook.id.to_string(), raw);
+                }
                 store.write(&file)?;
             }
         }

@@ -41,6 +41,7 @@ fn psql(url: &str, sql: &str) {
 
 fn request(session: &str, now: OffsetDateTime) -> EnqueueRequest {
     EnqueueRequest {
+        failure: None,
         session: SessionId::parse(session).expect("session id"),
         event: Event::ConversationDone,
         stamps: Default::default(),

@@ -16,7 +16,9 @@ pub fn hook_from_row(r: &Row) -> Result<Hook, StoreError> {
     let bad = |e: ValidationError| corrupt("hooks", &format!("hook {key:?}"), &e);
     let at: Vec<String> = r.get(12);
     let sessions: Vec<String> = r.get(13);
+    let errors: Vec<String> = r.get(15);
     Ok(Hook {
+        errors: FailureKinds::new(&errors).map_err(bad)?,
         id: HookId::parse(key).map_err(bad)?,
         name: r.get(1),
         event: Event::parse(r.get(2)).map_err(bad)?,
@@ -42,7 +44,9 @@ pub fn hook_from_row(r: &Row) -> Result<Hook, StoreError> {
 pub fn rules_from_row(r: &Row) -> Result<HookRules, StoreError> {
     let key: &str = r.get(0);
     let bad = |e: ValidationError| corrupt("hooks", &format!("hook {key:?}"), &e);
+    let errors: Vec<String> = r.get(6);
     Ok(HookRules {
+        errors: FailureKinds::new(&errors).map_err(bad)?,
         id: HookId::parse(key).map_err(bad)?,
         event: Event::parse(r.get(1)).map_err(bad)?,
         delay: Delay::from_seconds(i64::from(r.get::<_, i32>(2))).map_err(bad)?,
@@ -73,7 +77,8 @@ pub async fn insert_hook(
          skip_subagents = EXCLUDED.skip_subagents, max_context_k = EXCLUDED.max_context_k, \
          max_cost_usd = EXCLUDED.max_cost_usd, created_at = EXCLUDED.created_at, \
          last_status = EXCLUDED.last_status, history_at = EXCLUDED.history_at, \
-         history_session = EXCLUDED.history_session, max_lateness_s = EXCLUDED.max_lateness_s"
+         history_session = EXCLUDED.history_session, max_lateness_s = EXCLUDED.max_lateness_s, \
+         errors = EXCLUDED.errors"
     } else {
         ""
     };
@@ -81,8 +86,8 @@ pub async fn insert_hook(
         &format!(
             "INSERT INTO hooks (id, name, event, delay_seconds, prompt_file, enabled, skip_cron, \
              skip_subagents, max_context_k, max_cost_usd, created_at, last_status, history_at, \
-             history_session, max_lateness_s) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+             history_session, max_lateness_s, errors) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              {on_conflict}"
         ),
         &[
@@ -101,6 +106,7 @@ pub async fn insert_hook(
             &at,
             &sessions,
             &(h.max_lateness.seconds().min(i32::MAX as u32) as i32),
+            &h.errors.names(),
         ],
     )
     .await
@@ -132,6 +138,7 @@ pub fn pending_from_row(r: &Row) -> Result<PendingEntry, StoreError> {
         _ => None,
     };
     Ok(PendingEntry {
+        error: r.get::<_, Option<&str>>(10).map(FailureKind::from_claude),
         hook_id: key.hook_id,
         session_id: key.session_id,
         due_at: DueAt::At(r.get(2)),
@@ -144,7 +151,7 @@ pub fn pending_from_row(r: &Row) -> Result<PendingEntry, StoreError> {
 
 /// Owned parameters of an insert into `pending`:
 /// `(hook_id, session_id, host, due_at, queued_at, retries, waiting_reason, waiting_since,
-/// waiting_open)`. A claim is never copied: it belongs to a process of the store it came from.
+/// waiting_open, error)`. A claim is never copied: it belongs to a process of the store it came from.
 pub struct PendingParams {
     hook: String,
     session: String,
@@ -155,10 +162,11 @@ pub struct PendingParams {
     reason: Option<String>,
     since: Option<OffsetDateTime>,
     open: Option<bool>,
+    error: Option<&'static str>,
 }
 
 impl PendingParams {
-    pub fn as_refs(&self) -> [&(dyn ToSql + Sync); 9] {
+    pub fn as_refs(&self) -> [&(dyn ToSql + Sync); 10] {
         [
             &self.hook,
             &self.session,
@@ -169,6 +177,7 @@ impl PendingParams {
             &self.reason,
             &self.since,
             &self.open,
+            &self.error,
         ]
     }
 }
@@ -189,6 +198,7 @@ pub fn pending_insert_params(e: &PendingEntry, host: &str) -> PendingParams {
         reason: e.waiting.as_ref().map(|w| w.reason.clone()),
         since: e.waiting.as_ref().map(|w| w.since),
         open: e.waiting.as_ref().map(|w| w.open),
+        error: e.error.map(FailureKind::as_str),
     }
 }
 
@@ -230,6 +240,7 @@ pub fn run_from_row(r: &Row) -> Option<RunRecord> {
         started_at: r.get(6),
         finished_at: r.get(7),
         outcome: RunOutcome {
+            api_error_status: None,
             status: r.get::<_, Option<&str>>(8).map(Status::parse),
             exit_code: r.get(9),
             completed: r.get(10),

@@ -436,10 +436,10 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, Tls), StoreError> {
 
 const HOOK_COLUMNS: &str = "id, name, event, delay_seconds, prompt_file, enabled, skip_cron, \
      skip_subagents, max_context_k, max_cost_usd, created_at, last_status, history_at, history_session, \
-     max_lateness_s";
+     max_lateness_s, errors";
 
 const PENDING_COLUMNS: &str = "hook_id, session_id, due_at, queued_at, retries, claim_owner, \
-     claim_expires_at, waiting_reason, waiting_since, waiting_open";
+     claim_expires_at, waiting_reason, waiting_since, waiting_open, error";
 
 async fn hook_for_update(
     tx: &tokio_postgres::Transaction<'_>,
@@ -630,8 +630,8 @@ impl HookStore for PgStore {
                 let queued = tx
                     .execute(
                         "INSERT INTO pending (hook_id, session_id, host, due_at, queued_at, retries, \
-                         waiting_reason, waiting_since, waiting_open) \
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 \
+                         waiting_reason, waiting_since, waiting_open, error) \
+                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
                          WHERE EXISTS (SELECT 1 FROM hooks WHERE id = $1 FOR SHARE) \
                          ON CONFLICT (hook_id, session_id) DO NOTHING",
                         &pending_insert_params(e, &inner.host).as_refs(),
@@ -668,7 +668,7 @@ impl HookStore for PgStore {
             // The hooks that match, held against a delete until this is done.
             let rules = tx
                 .query(
-                    "SELECT id, event, delay_seconds, enabled, skip_cron, skip_subagents \
+                    "SELECT id, event, delay_seconds, enabled, skip_cron, skip_subagents, errors \
                      FROM hooks WHERE event = $1 ORDER BY position FOR SHARE",
                     &[&request.event.as_str()],
                 )
@@ -695,8 +695,8 @@ impl HookStore for PgStore {
                         let n = tx
                             .execute(
                                 "INSERT INTO pending (hook_id, session_id, host, due_at, queued_at, retries, \
-                                 waiting_reason, waiting_since, waiting_open) \
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
+                                 waiting_reason, waiting_since, waiting_open, error) \
+                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
                                  ON CONFLICT (hook_id, session_id) DO NOTHING",
                                 &pending_insert_params(e, &inner.host).as_refs(),
                             )
@@ -768,7 +768,7 @@ impl HookStore for PgStore {
                     Ok(rows) => {
                         let mut got = rows
                             .iter()
-                            .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(10))))
+                            .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(11))))
                             .collect::<Result<Vec<_>, StoreError>>()?;
                         got.sort_by_key(|(e, pos)| (e.due_at.time(), *pos));
                         return Ok(got.into_iter().map(|(e, _)| e).collect());
@@ -868,8 +868,15 @@ impl HookStore for PgStore {
                 .execute(
                     "UPDATE pending SET waiting_reason = NULL, waiting_since = NULL, waiting_open = NULL, \
                      due_at = LEAST(due_at, $2) \
-                     WHERE session_id = $1 AND waiting_reason IS NOT NULL AND (waiting_open OR NOT $3)",
-                    &[&session.as_str(), &due_at, &open_only],
+                     WHERE session_id = $1 AND waiting_reason IS NOT NULL \
+                     AND (waiting_open OR (NOT $3 AND left(waiting_reason, $5) <> $4))",
+                    &[
+                        &session.as_str(),
+                        &due_at,
+                        &open_only,
+                        &failure::LIMIT_WAIT,
+                        &(failure::LIMIT_WAIT.len() as i32),
+                    ],
                 )
                 .await
                 .map_err(db)?;

@@ -15,10 +15,11 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("../migrations/0001_init.sql")),
     (2, include_str!("../migrations/0002_pause.sql")),
     (3, include_str!("../migrations/0003_max_lateness.sql")),
+    (4, include_str!("../migrations/0004_failures.sql")),
 ];
 
 /// The version this program's schema has.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Any number: names the advisory lock migrations hold.
 const MIGRATION_LOCK: i64 = 0x686f_6f6b_7361_7070;
@@ -90,13 +91,24 @@ pub async fn migrate(c: &mut Client) -> Result<Vec<i32>, StoreError> {
             .map_err(db)?;
         applied.push(*v);
     }
-    // A new database is seeded with post-task once the whole schema is there (the hook
-    // is written with every column the program knows).
-    if have == 0 {
+    // A new database is seeded once the whole schema is there (the hooks are written with
+    // every column the program knows); one from before the failure event gets the second
+    // seed, off, unless a hook has its id already.
+    if have < 4 {
         let now: OffsetDateTime = tx.query_one("SELECT now()", &[]).await.map_err(db)?.get(0);
         let now = now.replace_nanosecond(0).unwrap_or(now);
-        let hook = HookSpec::post_task().into_hook(post_task_id(), now);
-        insert_hook(&tx, &hook, false).await.map_err(db)?;
+        for hook in seed_hooks(now) {
+            if hook.id != post_task_id() || have == 0 {
+                let taken = tx
+                    .query_opt("SELECT 1 FROM hooks WHERE id = $1", &[&hook.id.as_str()])
+                    .await
+                    .map_err(db)?
+                    .is_some();
+                if !taken {
+                    insert_hook(&tx, &hook, false).await.map_err(db)?;
+                }
+            }
+        }
     }
     tx.commit().await.map_err(db)?;
     Ok(applied)

@@ -23,6 +23,7 @@ fn sid(s: &str) -> SessionId {
 
 fn entry(hook: &HookId, session: &str, due: OffsetDateTime) -> PendingEntry {
     PendingEntry {
+        error: None,
         hook_id: hook.clone(),
         session_id: sid(session),
         due_at: DueAt::At(due),
@@ -182,6 +183,7 @@ pub async fn enqueue_event(store: &dyn HookStore) {
         .await
         .expect("enqueue");
     let req = |s: &str| EnqueueRequest {
+        failure: None,
         session: sid(s),
         event: Event::ConversationDone,
         stamps: Default::default(),
@@ -556,6 +558,7 @@ pub async fn run_log(store: &dyn HookStore) {
             started_at: t0() + Duration::seconds(i as i64),
             finished_at: Some(t0() + Duration::seconds(i as i64 + 1)),
             outcome: RunOutcome {
+                api_error_status: None,
                 status: Some(Status::Ok),
                 exit_code: Some(0),
                 completed: Some(i % 2 == 0),

@@ -43,6 +43,7 @@ fn main() -> ExitCode {
                 let count: usize = args.get(3).and_then(|s| s.parse().ok()).ok_or("COUNT")?;
                 for i in first..first + count {
                     let entry = PendingEntry {
+                        error: None,
                         hook_id: post_task_id(),
                         session_id: SessionId::parse(&format!("s{i}"))
                             .map_err(|e| e.to_string())?,

@@ -15,6 +15,7 @@ pub fn now() -> OffsetDateTime {
 /// A pending entry of the post-task hook for `session`, due at `due`.
 pub fn due_entry(session: &str, due: OffsetDateTime) -> PendingEntry {
     PendingEntry {
+        error: None,
         hook_id: post_task_id(),
         session_id: SessionId::parse(session).unwrap(),
         due_at: DueAt::At(due),
