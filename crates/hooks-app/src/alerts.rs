@@ -106,7 +106,7 @@ pub fn kind_of(r: &FireReport) -> Option<(&'static str, String)> {
         FireAction::Waiting { waiting, .. } if waiting.reason.starts_with(cost::BUDGET_WAIT) => {
             Some(("budget", format!("waiting: {}", waiting.reason)))
         }
-        FireAction::Waiting { waiting, .. } if waiting.reason.contains("rate limit") => {
+        FireAction::Limited { waiting, .. } => {
             Some(("limit", format!("waiting: {}", waiting.reason)))
         }
         _ => None,
@@ -123,7 +123,7 @@ pub fn body(
 ) -> Value {
     let (hook, session) = (r.key.hook_id.as_str(), r.key.session_id.as_str());
     let cost = match &r.action {
-        FireAction::Ran(run) => run.outcome.cost_usd,
+        FireAction::Ran(run) | FireAction::Limited { run, .. } => run.outcome.cost_usd,
         _ => None,
     };
     let link = page.map(|p| format!("{p}/?session={session}#lookup"));

@@ -1,7 +1,9 @@
 //! `hooks-app claude-hook`: one Claude Code hook event on stdin.
 //!
 //! A `Stop` whose last assistant message ends with the done marker's line (`DONE` unless
-//! `--done-marker` or `HOOKS_DONE_MARKER` says otherwise) queues the hooks;
+//! `--done-marker` or `HOOKS_DONE_MARKER` says otherwise) queues the hooks; a
+//! `StopFailure` (a turn stopped by a usage limit, an overload, …) queues the
+//! `conversation-failed` hooks that follow its `error` up;
 //! any other `Stop`, and `SubagentStop`, change nothing. A `SessionEnd` means the
 //! conversation was closed: it wakes what waits for that, and on the entry installed with
 //! `--trigger session-end` (which passes `--on session-end`) it also queues the hooks when
@@ -39,6 +41,11 @@ struct HookInput {
     last_assistant_message: Option<String>,
     #[serde(default)]
     agent_id: Option<String>,
+    /// `StopFailure`: what stopped the turn (`rate_limit`, `overloaded`, …).
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    error_details: Option<String>,
 }
 
 pub fn run(ctx: &Context, on: Option<HookTrigger>) -> ExitCode {
@@ -87,16 +94,27 @@ pub fn plan(
     };
     let done = |text: Option<String>| text.is_some_and(|t| ends_with_marker(&t, &ctx.done_marker));
     let closed = input.hook_event_name == "SessionEnd";
-    let queue = match input.hook_event_name.as_str() {
-        "Stop" => done(
-            input
-                .last_assistant_message
-                .clone()
-                .or_else(from_transcript),
-        ),
-        "SessionEnd" => on == Some(HookTrigger::SessionEnd) && done(from_transcript()),
-        _ => false,
-    };
+    // A turn Claude Code stopped on an error: the conversation-failed hooks, with what the
+    // CLI said (a usage limit's message says when it resets).
+    let failure = (input.hook_event_name == "StopFailure").then(|| failure::FailedTurn {
+        kind: failure::FailureKind::from_claude(input.error.as_deref().unwrap_or("unknown")),
+        texts: [&input.last_assistant_message, &input.error_details]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect(),
+    });
+    let queue = failure.is_some()
+        || match input.hook_event_name.as_str() {
+            "Stop" => done(
+                input
+                    .last_assistant_message
+                    .clone()
+                    .or_else(from_transcript),
+            ),
+            "SessionEnd" => on == Some(HookTrigger::SessionEnd) && done(from_transcript()),
+            _ => false,
+        };
     if !queue && !closed {
         return Ok(None);
     }
@@ -108,13 +126,18 @@ pub fn plan(
     Ok(Some(HookPlan {
         event: NotifyEvent {
             session,
-            event: Event::ConversationDone,
+            event: if failure.is_some() {
+                Event::ConversationFailed
+            } else {
+                Event::ConversationDone
+            },
             update: SessionUpdate {
                 cwd: input.cwd.filter(|c| !c.is_empty()),
                 transcript_path: input.transcript_path,
                 origin,
             },
             subagent: input.agent_id.is_some(),
+            failure,
         },
         queue,
         closed,

@@ -337,8 +337,14 @@ pub enum HooksCmd {
         prompt_file: Option<String>,
         #[arg(long, value_name = "S", allow_negative_numbers = true)]
         delay: Option<String>,
+        /// conversation-done (a Stop ending in the done marker; the default) or
+        /// conversation-failed (a turn stopped by a usage limit, an overload, …)
         #[arg(long, value_name = "E")]
         event: Option<String>,
+        /// For conversation-failed: the failures followed up, comma-separated
+        /// (default rate_limit,overloaded,server_error)
+        #[arg(long, value_name = "LIST")]
+        errors: Option<String>,
         #[arg(long, value_name = "K", allow_negative_numbers = true)]
         max_context_k: Option<String>,
         /// The most a follow-up may cost, in US dollars: estimated before it runs (skipped
@@ -368,8 +374,14 @@ pub enum HooksCmd {
         prompt_file: Option<String>,
         #[arg(long, value_name = "S", allow_negative_numbers = true)]
         delay: Option<String>,
+        /// conversation-done (a Stop ending in the done marker; the default) or
+        /// conversation-failed (a turn stopped by a usage limit, an overload, …)
         #[arg(long, value_name = "E")]
         event: Option<String>,
+        /// For conversation-failed: the failures followed up, comma-separated
+        /// (default rate_limit,overloaded,server_error)
+        #[arg(long, value_name = "LIST")]
+        errors: Option<String>,
         #[arg(long, value_name = "K", allow_negative_numbers = true)]
         max_context_k: Option<String>,
         /// The most a follow-up may cost, in US dollars; 0 for no cap

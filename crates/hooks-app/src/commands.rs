@@ -137,24 +137,31 @@ fn init(ctx: &Context) -> AppResult {
         if existed {
             "store already there:"
         } else {
-            "created the store, seeded with the post-task hook:"
+            "created the store, seeded with post-task and continue-after-limit (off):"
         },
         store.signals.location()
     );
-    match prompts::write_default_prompt(&ctx.workspace) {
-        Ok(Some(p)) => println!("wrote the default prompt: {}", p.display()),
-        Ok(None) => println!(
-            "prompt already there: {}",
-            ctx.workspace
-                .join(PROMPT_DIR)
-                .join("post-task.md")
-                .display()
-        ),
-        Err(e) => {
-            return Err(AppError::runtime(format!(
-                "could not write the default prompt in {}: {e}",
-                ctx.workspace.display()
-            )));
+    // A store from before the failure event gets the second seed, off.
+    let (svc, _) = crate::context::service(ctx)?;
+    let id = continue_after_limit_id();
+    if existed && !block_on(svc.list_hooks())??.iter().any(|h| h.id == id) {
+        let h = block_on(svc.create_hook(HookSpec::continue_after_limit()))??;
+        println!(
+            "added the {} hook (off: `hooks-app hooks enable {}`)",
+            h.id, h.id
+        );
+    }
+    let written = prompts::write_default_prompts(&ctx.workspace).map_err(|e| {
+        AppError::runtime(format!(
+            "could not write the default prompts in {}: {e}",
+            ctx.workspace.display()
+        ))
+    })?;
+    for (path, wrote) in written {
+        if wrote {
+            println!("wrote the default prompt: {}", path.display());
+        } else {
+            println!("prompt already there: {}", path.display());
         }
     }
     println!(
@@ -220,7 +227,15 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 let rows = [
                     ("id", h.id.to_string()),
                     ("name", h.name.clone()),
-                    ("event", h.event.as_str().to_owned()),
+                    (
+                        "event",
+                        match h.event {
+                            Event::ConversationFailed => {
+                                format!("{} ({})", h.event.as_str(), h.errors)
+                            }
+                            _ => h.event.as_str().to_owned(),
+                        },
+                    ),
                     ("enabled", yes(h.enabled)),
                     ("delay", format!("{}s", h.delay.seconds())),
                     ("prompt file", h.prompt_file.to_string()),
@@ -273,6 +288,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             prompt_file,
             delay,
             event,
+            errors,
             max_context_k,
             max_cost_usd,
             max_lateness,
@@ -289,24 +305,24 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 )));
             };
             let mut spec = HookSpec::new(&name, PromptFile::parse(&prompt_file)?)?;
-            if let Some(d) = delay {
-                spec.delay = Delay::parse(&d)?;
-            }
-            if let Some(e) = event {
-                spec.event = Event::parse(&e)?;
-            }
-            if let Some(k) = max_context_k {
-                spec.max_context = ContextCap::parse(&k)?;
-            }
-            if let Some(c) = max_cost_usd {
-                spec.max_cost = CostCap::parse(&c)?;
-            }
-            if let Some(l) = max_lateness {
-                spec.max_lateness = MaxLateness::parse(&l)?;
-            }
-            spec.enabled = !disabled;
-            spec.skip_cron = !include_cron;
-            spec.skip_subagents = !include_subagents;
+            spec.apply(&HookPatch {
+                delay: delay.as_deref().map(Delay::parse).transpose()?,
+                event: event.as_deref().map(Event::parse).transpose()?,
+                errors: errors.as_deref().map(FailureKinds::parse).transpose()?,
+                max_context: max_context_k
+                    .as_deref()
+                    .map(ContextCap::parse)
+                    .transpose()?,
+                max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
+                max_lateness: max_lateness
+                    .as_deref()
+                    .map(MaxLateness::parse)
+                    .transpose()?,
+                enabled: Some(!disabled),
+                skip_cron: Some(!include_cron),
+                skip_subagents: Some(!include_subagents),
+                ..HookPatch::default()
+            });
             warn_missing_prompt(ctx, &spec.prompt_file);
             let h = block_on(svc.create_hook(spec))??;
             println!("{}", h.id);
@@ -317,6 +333,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             prompt_file,
             delay,
             event,
+            errors,
             max_context_k,
             max_cost_usd,
             max_lateness,
@@ -337,6 +354,7 @@ fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 }
             };
             let patch = HookPatch {
+                errors: errors.as_deref().map(FailureKinds::parse).transpose()?,
                 name: name.as_deref().map(validate_name).transpose()?,
                 event: event.as_deref().map(Event::parse).transpose()?,
                 delay: delay.as_deref().map(Delay::parse).transpose()?,
@@ -623,6 +641,7 @@ fn notify(
     json: bool,
 ) -> AppResult {
     let ev = NotifyEvent {
+        failure: None,
         session: SessionId::parse(session)?,
         event: Event::parse(event)?,
         update: SessionUpdate {

@@ -553,32 +553,47 @@ impl Clock for StoreClock {
     fn day(&self, zone: Option<&str>, at: Timestamp) -> Result<hooks_core::cost::Day, String> {
         SystemClock.day(zone, at)
     }
+
+    fn offset(&self, zone: Option<&str>, at: Timestamp) -> Result<i32, String> {
+        SystemClock.offset(zone, at)
+    }
 }
 
 /// The system clock, in UTC; days in the tz database's zones (`/usr/share/zoneinfo`).
 pub struct SystemClock;
+
+/// A zone of the tz database (`None`: this machine's).
+fn time_zone(zone: Option<&str>) -> Result<tz::TimeZone, String> {
+    match zone {
+        None => tz::TimeZone::local().map_err(|e| format!("this machine's time zone: {e}")),
+        Some(z) => {
+            let z = hooks_core::cost::Budget::validate_zone(z).map_err(|e| e.rule)?;
+            tz::TimeZone::from_posix_tz(&z).map_err(|_| {
+                format!("unknown time zone {z:?} (not in the tz database, /usr/share/zoneinfo)")
+            })
+        }
+    }
+}
+
+fn zone_offset(tz: &tz::TimeZone, t: Timestamp) -> Result<i32, String> {
+    tz.find_local_time_type(t.unix_timestamp())
+        .map(|l| l.ut_offset())
+        .map_err(|e| e.to_string())
+}
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
         time::OffsetDateTime::now_utc()
     }
 
+    fn offset(&self, zone: Option<&str>, at: Timestamp) -> Result<i32, String> {
+        zone_offset(&time_zone(zone)?, at)
+    }
+
     fn day(&self, zone: Option<&str>, at: Timestamp) -> Result<hooks_core::cost::Day, String> {
         use hooks_core::cost::Day;
-        let tz = match zone {
-            None => tz::TimeZone::local().map_err(|e| format!("this machine's time zone: {e}"))?,
-            Some(z) => {
-                let z = hooks_core::cost::Budget::validate_zone(z).map_err(|e| e.rule)?;
-                tz::TimeZone::from_posix_tz(&z).map_err(|_| {
-                    format!("unknown time zone {z:?} (not in the tz database, /usr/share/zoneinfo)")
-                })?
-            }
-        };
-        let offset = |t: Timestamp| {
-            tz.find_local_time_type(t.unix_timestamp())
-                .map(|l| l.ut_offset())
-                .map_err(|e| e.to_string())
-        };
+        let tz = time_zone(zone)?;
+        let offset = |t: Timestamp| zone_offset(&tz, t);
         // The date by the offset at `at`; each midnight by the offset in force at it, so a
         // day that changes to or from summer time has its true length.
         let midnight = |date: time::Date| -> Result<Timestamp, String> {

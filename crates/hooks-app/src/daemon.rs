@@ -278,6 +278,20 @@ fn log_report(r: &FireReport) {
                 "finished"
             )
         }
+        FireAction::Limited {
+            due_at,
+            waiting,
+            run,
+        } => {
+            info!(
+                hook,
+                session,
+                status = %run.outcome.status(),
+                until = %stamp::format(*due_at),
+                reason = %waiting.reason,
+                "hit a limit: back in the queue"
+            )
+        }
         FireAction::Fenced => warn!(
             hook,
             session, "the claim was lost before what was decided could be written"

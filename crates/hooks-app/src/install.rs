@@ -9,7 +9,8 @@
 //! change and makes none. Entries of this app are recognised by their command: a program
 //! named `hooks-app` followed by `claude-hook`. With the `stop` trigger, a `SessionEnd`
 //! entry without `--on` is added too: it only wakes follow-ups waiting for the
-//! conversation to be closed.
+//! conversation to be closed. A `StopFailure` entry is always added: a turn stopped by a
+//! usage limit or an outage queues the `conversation-failed` hooks.
 
 use std::path::{Path, PathBuf};
 
@@ -475,6 +476,9 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
         // within seconds of the person's /exit. This entry never queues anything.
         wanted.push(("SessionEnd", handler(false)?));
     }
+    // A turn stopped by a usage limit or an outage: what the conversation-failed hooks
+    // follow up. Claude Code ignores this hook's output and exit code.
+    wanted.push(("StopFailure", handler(false)?));
     let mut expected = s.map.clone();
     strip_ours(&mut expected);
     for (ev, h) in &wanted {

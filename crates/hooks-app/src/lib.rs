@@ -36,7 +36,7 @@ use hooks_core::ports::StoreError;
 use hooks_core::service::ServiceError;
 
 pub use context::Context;
-pub use prompts::DEFAULT_POST_TASK_PROMPT;
+pub use prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
 
 /// A failure, with the exit code it maps to: 1 for a runtime failure, 2 for bad usage or
 /// invalid input.

@@ -1,5 +1,5 @@
 //! Prompt files on disk: looked up in the session's own project first, then in the
-//! workspace. And the default post-task prompt that `init` writes.
+//! workspace. And the seeded hooks' prompts that `init` writes.
 
 use std::path::{Path, PathBuf};
 
@@ -156,23 +156,52 @@ impl PromptSource for FilePrompts {
     }
 }
 
-/// Writes the default post-task prompt into `workspace` unless a file is already there.
-/// Returns the path when it wrote one.
-pub fn write_default_prompt(workspace: &Path) -> std::io::Result<Option<PathBuf>> {
-    let path = workspace.join(hooks_core::PROMPT_DIR).join("post-task.md");
-    if path.exists() {
-        return Ok(None);
+/// The prompt of the seeded `continue-after-limit` hook, written by `init` beside the
+/// post-task one.
+pub const DEFAULT_CONTINUE_PROMPT: &str = "---
+name: continue-after-limit
+---
+
+You were stopped by a usage or capacity limit ({{error}}) in the middle of the task in
+this conversation. The limit has reset now. Carry on with the task exactly where you
+stopped: do not start over, do not repeat work that is already done, and do not ask
+whether to continue.
+
+When the task is finished, end your reply with the word DONE alone on its last line.
+";
+
+/// The prompts `init` writes: the seeded hooks' files, by name.
+pub const DEFAULT_PROMPTS: [(&str, &str); 2] = [
+    ("post-task.md", DEFAULT_POST_TASK_PROMPT),
+    ("continue-after-limit.md", DEFAULT_CONTINUE_PROMPT),
+];
+
+/// Writes the seeded hooks' prompts into `workspace`, each unless a file is already there.
+/// Returns each path, and whether it was written.
+pub fn write_default_prompts(workspace: &Path) -> std::io::Result<Vec<(PathBuf, bool)>> {
+    let dir = workspace.join(hooks_core::PROMPT_DIR);
+    let mut out = Vec::new();
+    for (name, text) in DEFAULT_PROMPTS {
+        let path = dir.join(name);
+        if path.exists() {
+            out.push((path, false));
+            continue;
+        }
+        std::fs::create_dir_all(&dir)?;
+        let mut f = match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                out.push((path, false));
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        std::io::Write::write_all(&mut f, text.as_bytes())?;
+        out.push((path, true));
     }
-    std::fs::create_dir_all(path.parent().unwrap_or(workspace))?;
-    let mut f = match std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    std::io::Write::write_all(&mut f, DEFAULT_POST_TASK_PROMPT.as_bytes())?;
-    Ok(Some(path))
+    Ok(out)
 }

@@ -26,6 +26,9 @@ pub fn hook(h: &Hook) -> Value {
     if let Some(usd) = h.max_cost.usd() {
         v.insert("maxCostUsd".into(), json!(usd));
     }
+    if h.event == hooks_core::Event::ConversationFailed {
+        v.insert("errors".into(), json!(h.errors.names()));
+    }
     v.insert("createdAt".into(), json!(h.created_at.map(stamp::format)));
     v.insert(
         "lastStatus".into(),
@@ -63,6 +66,9 @@ pub fn pending(e: &PendingEntry) -> Value {
     }
     if let Some(t) = e.gives_up_at() {
         v.insert("givesUpAt".into(), json!(stamp::format(t)));
+    }
+    if let Some(k) = e.error {
+        v.insert("error".into(), json!(k.as_str()));
     }
     Value::Object(v)
 }
@@ -154,6 +160,7 @@ mod tests {
     #[test]
     fn a_pending_entry_is_shown_as_the_store_keeps_it() {
         let base = PendingEntry {
+            error: None,
             hook_id: post_task_id(),
             session_id: SessionId::parse("s1").expect("id"),
             due_at: DueAt::At(t("2026-12-01T00:00:10+0000")),
@@ -212,6 +219,7 @@ mod tests {
             }),
             finished_at: Some(started.started_at + Duration::seconds(30)),
             outcome: RunOutcome {
+                api_error_status: None,
                 status: Some(Status::Ok),
                 exit_code: Some(0),
                 completed: Some(true),

@@ -50,13 +50,9 @@ fn meta(e: MetaError) -> AppError {
     AppError::runtime(e.to_string())
 }
 
-/// The hook a new store is seeded with, untouched: a target holding only it is empty.
+/// A hook a new store is seeded with, untouched: a target holding only those is empty.
 fn is_seed(h: &Hook) -> bool {
-    let seed = HookSpec::post_task().into_hook(
-        post_task_id(),
-        h.created_at.unwrap_or(time::OffsetDateTime::UNIX_EPOCH),
-    );
-    *h == seed
+    seed_hooks(h.created_at.unwrap_or(time::OffsetDateTime::UNIX_EPOCH)).contains(h)
 }
 
 /// Everything a store holds, read through its ports.
@@ -160,9 +156,10 @@ fn copy(ctx: &Context, from: &str, to: &str, merge: bool) -> AppResult {
                 foreign.join(", ")
             )));
         }
-        // A new store's untouched seed goes first, so the hooks keep the source's order.
+        // A new store's untouched seeds go first, so the hooks keep the source's order (a
+        // target that is a copy already keeps its order as it is).
         let mut d = d;
-        if !merge {
+        if !merge && d.hooks.iter().all(is_seed) {
             for h in d.hooks.iter().filter(|h| is_seed(h)) {
                 if !d.pending.iter().any(|p| p.hook_id == h.id) {
                     dst.delete_hook(&h.id).await?;

@@ -839,6 +839,7 @@ const HOOK_FIELDS: &[&str] = &[
     "maxContextK",
     "maxCostUsd",
     "maxLatenessSeconds",
+    "errors",
     "enabled",
     "skipCron",
     "skipSubagents",
@@ -884,31 +885,7 @@ fn spec_from(m: &Map<String, Value>) -> Result<HookSpec, ApiError> {
     let name = text(m, "name")?.ok_or_else(|| ApiError::bad("name", "is required"))?;
     let pf = text(m, "promptFile")?.ok_or_else(|| ApiError::bad("promptFile", "is required"))?;
     let mut spec = HookSpec::new(name, PromptFile::parse(pf)?)?;
-    let patch = patch_from(m)?;
-    if let Some(d) = patch.delay {
-        spec.delay = d;
-    }
-    if let Some(e) = patch.event {
-        spec.event = e;
-    }
-    if let Some(c) = patch.max_context {
-        spec.max_context = c;
-    }
-    if let Some(c) = patch.max_cost {
-        spec.max_cost = c;
-    }
-    if let Some(l) = patch.max_lateness {
-        spec.max_lateness = l;
-    }
-    if let Some(b) = patch.enabled {
-        spec.enabled = b;
-    }
-    if let Some(b) = patch.skip_cron {
-        spec.skip_cron = b;
-    }
-    if let Some(b) = patch.skip_subagents {
-        spec.skip_subagents = b;
-    }
+    spec.apply(&patch_from(m)?);
     Ok(spec)
 }
 
@@ -935,6 +912,20 @@ pub fn patch_from(m: &Map<String, Value>) -> Result<HookPatch, ApiError> {
     }
     if let Some(c) = number(m, "maxCostUsd")? {
         p.max_cost = Some(CostCap::parse(&c)?);
+    }
+    match m.get("errors") {
+        None => {}
+        Some(Value::Array(items)) => {
+            let names = items
+                .iter()
+                .map(|i| {
+                    i.as_str()
+                        .ok_or_else(|| ApiError::bad("errors", "must be a list of failure names"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            p.errors = Some(FailureKinds::new(&names)?);
+        }
+        Some(_) => return Err(ApiError::bad("errors", "must be a list of failure names")),
     }
     p.enabled = flag(m, "enabled")?;
     p.skip_cron = flag(m, "skipCron")?;
@@ -989,6 +980,7 @@ async fn events(
         let sid =
             text(&m, "sessionId")?.ok_or_else(|| ApiError::bad("sessionId", "is required"))?;
         let ev = NotifyEvent {
+            failure: None,
             session: SessionId::parse(sid)?,
             event: Event::parse(text(&m, "event")?.unwrap_or("conversation-done"))?,
             update: SessionUpdate {
@@ -1028,5 +1020,6 @@ fn skip_label(why: &hooks_core::decide::SkipReason) -> &'static str {
         R::Subagent => "subagent",
         R::AlreadyPending => "already_pending",
         R::HookDeleted => "hook_deleted",
+        R::NotItsError(_) => "not_its_error",
     }
 }
