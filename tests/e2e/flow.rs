@@ -10,7 +10,7 @@ fn a_finished_conversation_is_followed_up_once() {
     let app = App::real();
     app.api.set_final_line(Some("COMPLETED"));
     let init = app.ok(&["init"]);
-    assert!(init.contains("seeded with the post-task hook"), "{init}");
+    assert!(init.contains("seeded with post-task"), "{init}");
     assert!(app.proj.join(".claude/agents/hooks/post-task.md").exists());
     app.ok(&["install", "--scope", "user", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "2"]);

@@ -162,11 +162,18 @@ fn install_then_uninstall_gives_every_file_of_the_corpus_back_byte_for_byte() {
     let stop = ("Stop", format!("{APP} claude-hook"));
     let end_wake = ("SessionEnd", format!("{APP} claude-hook"));
     let end_queue = ("SessionEnd", format!("{APP} claude-hook --on session-end"));
+    let failure = ("StopFailure", format!("{APP} claude-hook"));
     let mut byte_for_byte = 0;
     for (name, original) in corpus() {
         for (trigger, ours) in [
-            ("stop", vec![stop.clone(), end_wake.clone()]),
-            ("both", vec![stop.clone(), end_queue.clone()]),
+            (
+                "stop",
+                vec![stop.clone(), end_wake.clone(), failure.clone()],
+            ),
+            (
+                "both",
+                vec![stop.clone(), end_queue.clone(), failure.clone()],
+            ),
         ] {
             std::fs::write(settings(&app), &original).unwrap();
             app.ok(&["install", "--trigger", trigger]);

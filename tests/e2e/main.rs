@@ -10,6 +10,7 @@ mod flow;
 mod http;
 mod install;
 mod interactive;
+mod limits;
 mod ondemand;
 mod postgres;
 mod reliability;

@@ -142,7 +142,7 @@ fn store_copy_json_to_postgres_to_json_gives_back_the_same_store_and_is_idempote
     let json = format!("json:{}", json_dir.display());
     let url = hooks_testkit::pg::database();
     let out = src.ok(&["store", "copy", "--from", &json, "--to", &url]);
-    assert!(out.starts_with("copied 2 hooks, "), "{out}");
+    assert!(out.starts_with("copied 3 hooks, "), "{out}");
     let pg = App::fake().on_store(&url);
     let before = contents(&src);
     assert_eq!(before["runs"].as_array().map(Vec::len), Some(3), "{before}");
@@ -177,7 +177,7 @@ fn store_copy_json_to_postgres_to_json_gives_back_the_same_store_and_is_idempote
         "--to",
         &format!("json:{}", back_dir.display()),
     ]);
-    assert!(out.contains("copied 2 hooks"), "{out}");
+    assert!(out.contains("copied 3 hooks"), "{out}");
     assert_eq!(
         contents(&back),
         before,
@@ -257,10 +257,10 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
     let url = hooks_testkit::pg::database();
     let app = App::fake().on_store(&url);
     let out = app.ok(&["store", "migrate"]);
-    assert!(out.contains("applied migrations 1, 2, 3"), "{out}");
+    assert!(out.contains("applied migrations 1, 2, 3, 4"), "{out}");
     let out = app.ok(&["store", "migrate"]);
     assert!(
-        out.contains("the schema is up to date (version 3)"),
+        out.contains("the schema is up to date (version 4)"),
         "{out}"
     );
     // A database an earlier version made (schema 1) is brought up to date.
@@ -273,13 +273,17 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
         .args([url.as_str(), "-q", "-v", "ON_ERROR_STOP=1", "-c"])
         .arg(
             "DROP TABLE pause; ALTER TABLE hooks DROP COLUMN max_lateness_s; \
+             ALTER TABLE hooks DROP COLUMN errors; ALTER TABLE pending DROP COLUMN error; \
+             DELETE FROM hooks WHERE id = 'continue-after-limit'; \
              DELETE FROM hooks_app_schema WHERE version >= 2;",
         )
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = app.ok(&["store", "migrate"]);
-    assert!(out.contains("applied migrations 2, 3"), "{out}");
+    assert!(out.contains("applied migrations 2, 3, 4"), "{out}");
+    // It gets the second seed, off.
+    assert_eq!(app.hook("continue-after-limit")["enabled"], false);
     assert_eq!(
         app.json(&["pause", "--for", "1m"])["paused"],
         true,

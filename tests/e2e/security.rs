@@ -345,7 +345,7 @@ fn without_auth_a_web_page_can_neither_write_nor_rebind() {
     );
     assert_eq!(r.status, 403, "{r:?}");
     assert_eq!(r.json()["error"]["field"], "Origin");
-    assert_eq!(app.json(&["hooks", "list"]).as_array().unwrap().len(), 1);
+    assert_eq!(app.json(&["hooks", "list"]).as_array().unwrap().len(), 2);
     assert!(app.pending().is_empty(), "nothing was queued");
 
     // DNS rebinding: a page of evil.example resolved to 127.0.0.1 names its own host.

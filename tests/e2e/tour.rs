@@ -46,7 +46,15 @@ fn hooks_history_status_and_prune() {
         .iter()
         .map(|h| h["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["post-task", "release-notes", "release-notes-2"]);
+    assert_eq!(
+        ids,
+        [
+            "continue-after-limit",
+            "post-task",
+            "release-notes",
+            "release-notes-2"
+        ]
+    );
     let h = app.hook("release-notes");
     assert_eq!(
         (
@@ -225,7 +233,8 @@ fn mistakes_get_answers_that_help_and_first_steps_agree() {
     }
     let o = app.run(&["hooks", "show", "zzzzzzzzzzzz"]);
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("(the hooks are: post-task)"),
+        String::from_utf8_lossy(&o.stderr)
+            .contains("(the hooks are: continue-after-limit, post-task)"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );

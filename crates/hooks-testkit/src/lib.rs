@@ -20,7 +20,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use mock::{MockApi, MockMode};
+pub use mock::{Limit, MockApi, MockMode};
 pub use tui::Tui;
 
 /// The Claude Code versions the tests are run against: the oldest supported, and the newest
@@ -134,6 +134,8 @@ pub struct ClaudeEnv {
     /// Variables a test adds (e.g. `ANTHROPIC_MODEL`), for every process that gets
     /// [`Self::vars`].
     extra: std::sync::Mutex<Vec<(String, String)>>,
+    /// Signed in as a subscriber (an OAuth token) rather than with an API key.
+    subscriber: std::sync::atomic::AtomicBool,
 }
 
 impl ClaudeEnv {
@@ -146,6 +148,7 @@ impl ClaudeEnv {
             marker,
             base_url: api.base_url(),
             extra: std::sync::Mutex::new(Vec::new()),
+            subscriber: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -156,6 +159,13 @@ impl ClaudeEnv {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push((key.to_owned(), value.to_owned()));
+    }
+
+    /// Signs every `claude` here in as a subscriber (a dummy OAuth token, no API key): the
+    /// CLI then words a usage limit as a subscription's, with its reset time.
+    pub fn as_subscriber(&self) {
+        self.subscriber
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     pub fn home(&self) -> PathBuf {
@@ -185,7 +195,14 @@ impl ClaudeEnv {
             ),
             ("XDG_CONFIG_HOME", format!("{h}/.config")),
             ("XDG_DATA_HOME", format!("{h}/.local/share")),
-            ("ANTHROPIC_API_KEY", "sk-ant-test-dummy".to_owned()),
+            if self.subscriber.load(std::sync::atomic::Ordering::SeqCst) {
+                (
+                    "CLAUDE_CODE_OAUTH_TOKEN",
+                    "sk-ant-oat01-test-dummy".to_owned(),
+                )
+            } else {
+                ("ANTHROPIC_API_KEY", "sk-ant-test-dummy".to_owned())
+            },
             ("ANTHROPIC_BASE_URL", self.base_url.clone()),
             ("DISABLE_AUTOUPDATER", "1".to_owned()),
             ("DISABLE_TELEMETRY", "1".to_owned()),
@@ -208,6 +225,7 @@ impl ClaudeEnv {
     /// Applies [`Self::vars`] to `cmd`, removing credentials the machine may have.
     pub fn apply(&self, cmd: &mut Command) {
         for k in [
+            "ANTHROPIC_API_KEY",
             "ANTHROPIC_AUTH_TOKEN",
             "CLAUDE_CODE_OAUTH_TOKEN",
             "HOOKS_APP_FOLLOW_UP",

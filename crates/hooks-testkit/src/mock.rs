@@ -9,7 +9,10 @@
 //! A last user message holding `API_ERROR` is refused with a 400 `invalid_request_error`.
 //! A last user message holding `SLOW_REPLY` is answered only after the slow delay
 //! ([`MockApi::set_slow`], 8 s unless set): a turn that takes a while, as real ones do.
-//! In [`MockMode::Hang`] requests are read and never answered.
+//! In [`MockMode::Hang`] requests are read and never answered. [`MockApi::set_limit`]
+//! refuses messages requests the way Anthropic's API does when a limit is reached: a
+//! `429` with the `anthropic-ratelimit-unified-*` headers a subscription's usage limit
+//! carries, or a `529` overload.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -41,7 +44,18 @@ struct Shared {
     requests: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
     slow: Mutex<std::time::Duration>,
+    limit: Mutex<Option<Limit>>,
     stop: AtomicBool,
+}
+
+/// How the mock refuses messages requests while a limit is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `429`, `anthropic-ratelimit-unified-status: rejected`, resetting at this Unix time
+    /// (`five_hour` claim).
+    RateLimited { reset: i64 },
+    /// `529 overloaded_error`, this many more times (then answered again).
+    Overloaded { times: u32 },
 }
 
 /// A running mock; stops when dropped.
@@ -62,6 +76,7 @@ impl MockApi {
             requests: AtomicUsize::new(0),
             bodies: Mutex::new(Vec::new()),
             slow: Mutex::new(std::time::Duration::from_secs(8)),
+            limit: Mutex::new(None),
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
@@ -102,6 +117,10 @@ impl MockApi {
 
     pub fn set_slow(&self, d: std::time::Duration) {
         *self.shared.slow.lock().expect("slow") = d;
+    }
+    /// Refuses every messages request as `limit` says until cleared with `None`.
+    pub fn set_limit(&self, limit: Option<Limit>) {
+        *self.shared.limit.lock().expect("limit") = limit;
     }
     /// Whether some messages request so far holds `text` anywhere.
     pub fn saw(&self, text: &str) -> bool {
@@ -167,6 +186,41 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             }
         }
         return Ok(());
+    }
+    let refuse = {
+        let mut limit = s.limit.lock().expect("limit");
+        match *limit {
+            Some(Limit::Overloaded { times }) => {
+                *limit = (times > 1).then(|| Limit::Overloaded { times: times - 1 });
+                Some(Limit::Overloaded { times })
+            }
+            other => other,
+        }
+    };
+    match refuse {
+        Some(Limit::RateLimited { reset }) => {
+            let b = json!({"type": "error", "error": {"type": "rate_limit_error",
+                "message": "This request would exceed your account's rate limit. Please try again later."}})
+            .to_string();
+            write!(
+                w,
+                "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nrequest-id: req_mock\r\n\
+                 x-should-retry: false\r\nanthropic-ratelimit-unified-status: rejected\r\n\
+                 anthropic-ratelimit-unified-reset: {reset}\r\n\
+                 anthropic-ratelimit-unified-representative-claim: five_hour\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n{b}",
+                b.len()
+            )?;
+            return w.flush();
+        }
+        Some(Limit::Overloaded { .. }) => {
+            return respond_status(
+                &mut w,
+                "529 Overloaded",
+                &json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+            );
+        }
+        None => {}
     }
     let msgs = req["messages"].as_array().cloned().unwrap_or_default();
     let last_user = msgs

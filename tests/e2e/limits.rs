@@ -1,0 +1,170 @@
+//! Conversations stopped by a usage limit or an overload, with the real `claude` against a
+//! mock that refuses as Anthropic's API does: Claude Code's `StopFailure` hook queues the
+//! `continue-after-limit` hook for when the limit resets, and a follow-up that itself hits
+//! a limit goes back to the queue instead of ending as an error.
+
+use hooks_testkit::{Limit, wait_until};
+use serde_json::Value;
+
+use crate::support::*;
+
+/// `claude -p` in the project, whatever it exits with: a refused turn exits 1.
+fn claude_turn(app: &App, prompt: &str) -> Value {
+    app.env.run(&app.proj, &["--", prompt]).1
+}
+
+fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+#[test]
+fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
+    let app = App::real();
+    app.env.as_subscriber();
+    app.env.set_var("TZ", "UTC");
+    let init = app.ok(&["init"]);
+    assert!(init.contains("continue-after-limit"), "{init}");
+    assert!(
+        std::fs::read_to_string(
+            app.proj
+                .join(".claude/agents/hooks/continue-after-limit.md")
+        )
+        .unwrap()
+        .contains("Carry on with the task")
+    );
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    let settings = std::fs::read_to_string(app.env.claude_home().join("settings.json")).unwrap();
+    assert!(settings.contains("\"StopFailure\""), "{settings}");
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+
+    // The subscription's five-hour limit is reached, resetting a few seconds from now.
+    let reset = unix_now() + 5;
+    app.api.set_limit(Some(Limit::RateLimited { reset }));
+    let turn = claude_turn(&app, "build the feature SAY_DONE");
+    let sid = turn["session_id"].as_str().expect("a session").to_owned();
+    assert_eq!(turn["api_error_status"], 429, "{turn}");
+    let said = turn["result"].as_str().unwrap_or_default().to_owned();
+    assert!(said.contains("resets"), "the CLI states the reset: {said}");
+
+    // Queued for the reset the message states (to the minute, in the CLI's zone) plus the
+    // 60 s margin; post-task is not queued for a turn that failed.
+    let pending = app.pending();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let e = &pending[0];
+    assert_eq!(e["hookId"], "continue-after-limit");
+    assert_eq!(e["error"], "rate_limit");
+    let shown =
+        time::OffsetDateTime::from_unix_timestamp(reset - reset.rem_euclid(60) + 60).unwrap();
+    let due = hooks_core::stamp::format(shown);
+    assert_eq!(e["dueAt"], due.as_str(), "{said} → {e}");
+    assert!(
+        e["waiting"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with(&format!("rate limited until {due}"))),
+        "{e}"
+    );
+    let listed = app.ok(&["pending"]);
+    assert!(listed.contains("rate limited until"), "{listed}");
+
+    // The limit lifts; the daemon continues the same conversation once, after the reset.
+    app.api.set_limit(None);
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let ran = wait_until(120, || {
+        app.runs()
+            .iter()
+            .any(|r| r["hookId"] == "continue-after-limit" && r["finishedAt"].is_string())
+    });
+    signal(&serve, libc::SIGTERM);
+    let log = String::from_utf8_lossy(&serve.wait_with_output().unwrap().stderr).into_owned();
+    assert!(ran, "the continuation ran: {log}");
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let started = hooks_core::stamp::parse(runs[0]["startedAt"].as_str().unwrap()).unwrap();
+    assert!(
+        started >= shown,
+        "not before the reset and its margin: {runs:?}"
+    );
+    assert_eq!(runs[0]["status"], "ok", "{runs:?}");
+    let transcript = std::fs::read_to_string(app.env.transcript(&sid).unwrap()).unwrap();
+    assert!(
+        transcript.contains("Carry on with the task") && transcript.contains("rate_limit"),
+        "the prompt, with {{{{error}}}} filled, is in the same conversation"
+    );
+    // The continuation's own Stop and StopFailure queue nothing.
+    let queued: Vec<String> = app
+        .pending()
+        .iter()
+        .map(|p| p["hookId"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        queued.is_empty(),
+        "a follow-up's own Stop queues nothing: {queued:?}"
+    );
+    assert!(app.json(&["session", &sid])["stamps"]["continue-after-limit"].is_string());
+}
+
+#[test]
+fn a_follow_up_overloaded_twice_goes_back_to_the_queue_and_then_runs() {
+    let app = App::real();
+    app.env.set_var("CLAUDE_CODE_MAX_RETRIES", "0");
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--delay",
+        "1",
+        "--max-context-k",
+        "0",
+    ]);
+    app.api.set_final_line(Some("COMPLETED"));
+    let sid = app.claude("build the feature SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(app.pending().len(), 1);
+    // The next two requests are refused as overloaded (529), then answered.
+    app.api.set_limit(Some(Limit::Overloaded { times: 2 }));
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let done = wait_until(120, || {
+        app.runs()
+            .iter()
+            .any(|r| r["finishedAt"].is_string() && r["status"] == "ok")
+    });
+    signal(&serve, libc::SIGTERM);
+    let log = String::from_utf8_lossy(&serve.wait_with_output().unwrap().stderr).into_owned();
+    assert!(done, "it ran in the end: {log}");
+    assert!(log.contains("back in the queue"), "{log}");
+    let runs = app.runs();
+    let statuses: Vec<&str> = runs
+        .iter()
+        .map(|r| r["status"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        statuses.len(),
+        3,
+        "every attempt is in the run log: {runs:?}"
+    );
+    assert!(
+        statuses[..2].iter().all(|s| s.contains("529")),
+        "{statuses:?}"
+    );
+    assert_eq!(statuses[2], "ok");
+    // Backing off: the second attempt waited twice the delay after the first.
+    let at = |i: usize| hooks_core::stamp::parse(runs[i]["startedAt"].as_str().unwrap()).unwrap();
+    assert!(at(1) - at(0) >= time::Duration::seconds(2), "{runs:?}");
+    let hook = app.hook("post-task");
+    assert_eq!(hook["lastStatus"], "ok");
+    assert_eq!(
+        hook["history"]
+            .as_object()
+            .unwrap()
+            .values()
+            .filter(|v| *v == sid.as_str())
+            .count(),
+        1,
+        "one follow-up, tried three times: {hook}"
+    );
+    assert!(app.pending().is_empty());
+}
