@@ -20,33 +20,13 @@ use std::process::ExitCode;
 
 use hooks_core::service::{Config, NotifyEvent};
 use hooks_core::*;
-use serde::Deserialize;
 
 use crate::options::HookTrigger;
 use crate::{AppError, AppResult, Context, context};
 
 /// The most read from stdin.
-pub const MAX_INPUT: u64 = 1024 * 1024;
-
-/// The fields of a hook input this command reads; the rest are ignored.
-#[derive(Debug, Deserialize)]
-struct HookInput {
-    hook_event_name: String,
-    session_id: String,
-    #[serde(default)]
-    transcript_path: Option<String>,
-    #[serde(default)]
-    cwd: Option<String>,
-    #[serde(default)]
-    last_assistant_message: Option<String>,
-    #[serde(default)]
-    agent_id: Option<String>,
-    /// `StopFailure`: what stopped the turn (`rate_limit`, `overloaded`, …).
-    #[serde(default)]
-    error: Option<String>,
-    #[serde(default)]
-    error_details: Option<String>,
-}
+pub use hooks_claude_code::hook_input::MAX_INPUT;
+use hooks_claude_code::hook_input::{HookInput, InputError};
 
 pub fn run(ctx: &Context, on: Option<HookTrigger>) -> ExitCode {
     match handle(ctx, on, &mut std::io::stdin().lock()) {
@@ -78,13 +58,8 @@ pub fn plan(
     on: Option<HookTrigger>,
     from: &str,
 ) -> AppResult<Option<HookPlan>> {
-    if buf.len() as u64 > MAX_INPUT {
-        return Err(AppError::invalid(format!(
-            "{from}: the hook input is over {MAX_INPUT} bytes"
-        )));
-    }
-    let input: HookInput = serde_json::from_slice(buf)
-        .map_err(|e| AppError::invalid(format!("{from}: not a Claude Code hook input ({e})")))?;
+    let input =
+        HookInput::parse(buf).map_err(|e: InputError| AppError::invalid(format!("{from}: {e}")))?;
     let from_transcript = || {
         input
             .transcript_path
@@ -98,11 +73,7 @@ pub fn plan(
     // CLI said (a usage limit's message says when it resets).
     let failure = (input.hook_event_name == "StopFailure").then(|| failure::FailedTurn {
         kind: failure::FailureKind::from_claude(input.error.as_deref().unwrap_or("unknown")),
-        texts: [&input.last_assistant_message, &input.error_details]
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect(),
+        texts: input.failure_texts(),
     });
     let queue = failure.is_some()
         || match input.hook_event_name.as_str() {

@@ -1,6 +1,7 @@
 //! `install` / `uninstall`: the `claude-hook` entries in Claude Code's `settings.json`.
 //!
-//! The file is edited as text ([`crate::jsonedit`]): install inserts its entries and the
+//! The file is edited as text (`hooks_claude_code::jsonedit`, with this app's handlers
+//! recognised and placed by `hooks_claude_code::settings`): install inserts its entries and the
 //! containers it must create, laid out in the file's own style, and changes no other byte;
 //! uninstall takes out what install put in, and the containers install created (recorded
 //! in `<data-dir>/installed.json`), so install then uninstall gives the file back byte for
@@ -18,10 +19,10 @@ use serde_json::{Map, Value, json};
 
 use crate::cli::{InstallArgs, UninstallArgs};
 use crate::options::{DaemonMode, Scope, Transport, Trigger};
-use crate::{AppError, AppResult, Context, jsonedit};
+use hooks_claude_code::jsonedit;
+use hooks_claude_code::settings::*;
 
-/// Seconds Claude gives the hook; it returns in milliseconds.
-const HOOK_TIMEOUT: u64 = 30;
+use crate::{AppError, AppResult, Context};
 
 pub fn settings_path(ctx: &Context, scope: Scope) -> PathBuf {
     match scope {
@@ -93,68 +94,6 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
     Ok(m)
 }
 
-/// The header name an `http` handler of this app carries the follow-up guard in.
-const FOLLOW_UP_HEADER: &str = "X-Hooks-App-Follow-Up";
-
-/// Whether a hook handler is one of this app's.
-pub fn is_ours(handler: &Value) -> bool {
-    if handler.get("type").and_then(Value::as_str) == Some("http") {
-        return handler
-            .get("headers")
-            .and_then(Value::as_object)
-            .is_some_and(|h| h.contains_key(FOLLOW_UP_HEADER));
-    }
-    let Some(cmd) = handler.get("command").and_then(Value::as_str) else {
-        return false;
-    };
-    // `/path/hooks-app … claude-hook`, or the portable `… exec hooks-app claude-hook …`.
-    let names_us = cmd.split_whitespace().any(|w| {
-        let w = w.trim_matches(['\'', '"']);
-        w == "hooks-app" || w.ends_with("/hooks-app")
-    });
-    names_us && cmd.contains(" claude-hook")
-}
-
-/// Removes this app's handlers everywhere; drops groups and events left empty.
-fn strip_ours(settings: &mut Map<String, Value>) {
-    let Some(Value::Object(hooks)) = settings.get_mut("hooks") else {
-        return;
-    };
-    let events: Vec<String> = hooks.keys().cloned().collect();
-    for ev in events {
-        let Some(Value::Array(groups)) = hooks.get_mut(&ev) else {
-            continue;
-        };
-        let before = groups.len();
-        for g in groups.iter_mut() {
-            if let Some(Value::Array(hs)) = g.get_mut("hooks") {
-                hs.retain(|h| !is_ours(h));
-            }
-        }
-        groups.retain(|g| {
-            g.get("hooks")
-                .and_then(Value::as_array)
-                .is_none_or(|a| !a.is_empty())
-        });
-        if groups.is_empty() && before > 0 {
-            hooks.shift_remove(&ev);
-        }
-    }
-}
-
-fn add(settings: &mut Map<String, Value>, event: &str, handler: Value) {
-    let hooks = settings
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Value::Object(hooks) = hooks else { return };
-    let groups = hooks
-        .entry(event)
-        .or_insert_with(|| Value::Array(Vec::new()));
-    if let Value::Array(groups) = groups {
-        groups.push(group(&handler));
-    }
-}
-
 /// The file a settings path stands for: a symlinked settings file (dotfiles set up by stow
 /// or chezmoi) is written through to its target, so the link stays a link.
 fn write_target(path: &Path) -> AppResult<PathBuf> {
@@ -206,107 +145,6 @@ fn load(path: &Path) -> AppResult<Settings> {
         path: path.to_owned(),
         text,
         map,
-    })
-}
-
-/// Where the handlers of this app are in a settings text: (event, group, handler, and
-/// whether every handler of that group is ours).
-fn ours_in(text: &str, root: &jsonedit::Node) -> Option<(String, usize, usize, bool)> {
-    let value = |n: &jsonedit::Node| -> Value {
-        serde_json::from_str(&text[n.start..n.end]).unwrap_or(Value::Null)
-    };
-    for ev in root.member("hooks")?.members() {
-        for (gi, g) in ev.value.items().iter().enumerate() {
-            let Some(handlers) = g.member("hooks") else {
-                continue;
-            };
-            let mine: Vec<bool> = handlers
-                .items()
-                .iter()
-                .map(|h| is_ours(&value(h)))
-                .collect();
-            if let Some(hi) = mine.iter().position(|m| *m) {
-                return Some((ev.key.clone(), gi, hi, mine.iter().all(|m| *m)));
-            }
-        }
-    }
-    None
-}
-
-fn reparse(text: &str) -> AppResult<jsonedit::Node> {
-    jsonedit::parse(text).ok_or_else(|| {
-        AppError::runtime("internal: an edit of the settings text broke it; nothing was written")
-    })
-}
-
-/// The text without this app's handlers: a group that held only ours goes whole. Returns
-/// the events whose lists this emptied.
-fn strip_text(mut text: String) -> AppResult<(String, Vec<String>)> {
-    let mut emptied = Vec::new();
-    loop {
-        let root = reparse(&text)?;
-        let Some((ev, gi, hi, whole)) = ours_in(&text, &root) else {
-            return Ok((text, emptied));
-        };
-        let Some(groups) = root.member("hooks").and_then(|h| h.member(&ev)) else {
-            return Ok((text, emptied));
-        };
-        text = if whole {
-            if groups.items().len() == 1 {
-                emptied.push(ev.clone());
-            }
-            jsonedit::remove_item(&text, groups, gi)
-        } else {
-            let handlers = groups.items()[gi]
-                .member("hooks")
-                .ok_or_else(|| AppError::runtime("internal: a group lost its hooks"))?;
-            jsonedit::remove_item(&text, handlers, hi)
-        };
-    }
-}
-
-/// The text with a group running `command` added last under `hooks.<event>`, and what
-/// uninstall needs to undo it: the containers created (`hooks`, `hooks.<Event>`), and for an
-/// empty container it went into whose brackets held whitespace, `inner:<path>=<whitespace>`.
-fn add_text(
-    text: &str,
-    st: &jsonedit::Style,
-    event: &str,
-    handler: &Value,
-) -> AppResult<(String, Vec<String>)> {
-    let root = reparse(text)?;
-    let g = group(handler);
-    let was_empty = |path: &str, n: &jsonedit::Node| -> Vec<String> {
-        let ws = jsonedit::inner(text, n);
-        if n.is_empty_container() && !ws.is_empty() {
-            vec![format!("inner:{path}={ws}")]
-        } else {
-            vec![]
-        }
-    };
-    Ok(match root.member("hooks") {
-        None => {
-            let mut c = was_empty("", &root);
-            c.extend(["hooks".into(), format!("hooks.{event}")]);
-            (
-                jsonedit::push_member(text, &root, "hooks", &json!({ event: [g] }), st),
-                c,
-            )
-        }
-        Some(hooks) => match hooks.member(event) {
-            None => {
-                let mut c = was_empty("hooks", hooks);
-                c.push(format!("hooks.{event}"));
-                (
-                    jsonedit::push_member(text, hooks, event, &json!([g]), st),
-                    c,
-                )
-            }
-            Some(groups) => (
-                jsonedit::push_item(text, groups, &g, st),
-                was_empty(&format!("hooks.{event}"), groups),
-            ),
-        },
     })
 }
 
@@ -363,34 +201,6 @@ impl Created {
         text.push('\n');
         crate::fsutil::write_private(&self.file, &text)
     }
-}
-
-fn group(handler: &Value) -> Value {
-    json!({ "hooks": [handler] })
-}
-
-fn command_handler(command: String) -> Value {
-    json!({"type": "command", "command": command, "timeout": HOOK_TIMEOUT})
-}
-
-/// An `http` handler posting to the daemon: the token and the follow-up guard travel as
-/// headers Claude Code expands from its environment.
-fn http_handler(base: &str, on_end: bool) -> Value {
-    let url = format!(
-        "{}/api/v1/events{}",
-        base.trim_end_matches('/'),
-        if on_end { "?on=session-end" } else { "" }
-    );
-    json!({
-        "type": "http",
-        "url": url,
-        "headers": {
-            "Authorization": format!("Bearer ${}", crate::http::TOKEN_ENV),
-            FOLLOW_UP_HEADER: format!("${}", crate::context::FOLLOW_UP_ENV),
-        },
-        "allowedEnvVars": [crate::http::TOKEN_ENV, crate::context::FOLLOW_UP_ENV],
-        "timeout": HOOK_TIMEOUT,
-    })
 }
 
 /// Shows or writes the new text; `None` removes the file.
@@ -457,7 +267,12 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     };
     let handler = |on_end: bool| -> AppResult<Value> {
         Ok(match &http_base {
-            Some(base) => http_handler(base, on_end),
+            Some(base) => http_handler(
+                base,
+                on_end,
+                crate::http::TOKEN_ENV,
+                crate::context::FOLLOW_UP_ENV,
+            ),
             None => command_handler(command_for(
                 ctx,
                 a.scope,
@@ -609,51 +424,6 @@ fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
         }
     }
     Ok(())
-}
-
-/// Whether two settings hold the same set of our commands per event, with everything else equal.
-fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
-    let ours = |m: &Map<String, Value>| -> Vec<(String, String)> {
-        let mut v = Vec::new();
-        if let Some(Value::Object(h)) = m.get("hooks") {
-            for (ev, groups) in h {
-                for g in groups.as_array().into_iter().flatten() {
-                    for hd in g
-                        .get("hooks")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        if is_ours(hd) {
-                            v.push((ev.clone(), hd.to_string()));
-                        }
-                    }
-                }
-            }
-        }
-        v.sort();
-        v
-    };
-    let mut sa = a.clone();
-    let mut sb = b.clone();
-    strip_ours(&mut sa);
-    strip_ours(&mut sb);
-    sa == sb && ours(a) == ours(b)
-}
-
-/// The text without `hooks.<event>` if that list is empty.
-fn drop_if_empty(text: String, event: &str) -> AppResult<String> {
-    let root = reparse(&text)?;
-    Ok(match root.member("hooks") {
-        Some(hooks)
-            if hooks
-                .member(event)
-                .is_some_and(jsonedit::Node::is_empty_container) =>
-        {
-            jsonedit::remove_member(&text, hooks, event)
-        }
-        _ => text,
-    })
 }
 
 pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {

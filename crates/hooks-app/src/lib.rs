@@ -14,7 +14,6 @@ mod doctor;
 mod fsutil;
 mod http;
 mod install;
-mod jsonedit;
 mod ondemand;
 mod options;
 mod output;
@@ -58,6 +57,12 @@ impl AppError {
             code: 2,
             message: m.into(),
         }
+    }
+}
+
+impl From<hooks_claude_code::settings::EditError> for AppError {
+    fn from(e: hooks_claude_code::settings::EditError) -> Self {
+        AppError::runtime(e.0)
     }
 }
 
