@@ -1,0 +1,119 @@
+//! Which workspace crates each crate may depend on: the crate graph's allow-list. A crate
+//! not on the list, or an arrow the list does not allow, fails `cargo xtask layering`.
+
+use std::path::Path;
+
+/// Each crate and the workspace crates its normal dependencies may name.
+pub const ALLOWED: &[(&str, &[&str])] = &[
+    // The pure core, the platform below the adapters, and Claude Code's formats: leaves.
+    ("hooks-core", &[]),
+    ("hooks-platform", &[]),
+    ("hooks-claude-code", &[]),
+    // Driven adapters: the core (and the platform), never each other.
+    ("hooks-store-json", &["hooks-core", "hooks-platform"]),
+    ("hooks-store-postgres", &["hooks-core"]),
+    ("hooks-meta", &["hooks-core", "hooks-platform"]),
+    ("hooks-runner-claude", &["hooks-core", "hooks-platform"]),
+    ("hooks-runner-webhook", &["hooks-core"]),
+    // Test support: no production crate.
+    ("hooks-testkit", &[]),
+    // The composition root: everything but the test support.
+    (
+        "hooks-app",
+        &[
+            "hooks-core",
+            "hooks-platform",
+            "hooks-claude-code",
+            "hooks-store-json",
+            "hooks-store-postgres",
+            "hooks-meta",
+            "hooks-runner-claude",
+            "hooks-runner-webhook",
+        ],
+    ),
+];
+
+/// The workspace crates named in a manifest's `[dependencies]` (not dev or build ones).
+pub fn normal_deps(manifest: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_deps = false;
+    for line in manifest.lines() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            in_deps = l == "[dependencies]";
+            continue;
+        }
+        if in_deps
+            && let Some(name) = l.split(['=', '.', ' ']).next()
+            && name.starts_with("hooks-")
+        {
+            out.push(name.to_owned());
+        }
+    }
+    out
+}
+
+/// What breaks the allow-list, for crates given as (name, manifest text).
+pub fn violations(crates: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, manifest) in crates {
+        let Some((_, allowed)) = ALLOWED.iter().find(|(n, _)| n == name) else {
+            out.push(format!(
+                "{name} is not in xtask/src/deps.rs: say which crates it may depend on"
+            ));
+            continue;
+        };
+        for d in normal_deps(manifest) {
+            if !allowed.contains(&d.as_str()) {
+                out.push(format!(
+                    "{name} depends on {d}, which its allow-list does not name"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The workspace's crates under `crates/`, with their manifests.
+pub fn read(root: &Path) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    let dir = root.join("crates");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries.flatten() {
+        let m = e.path().join("Cargo.toml");
+        if let Ok(text) = std::fs::read_to_string(&m) {
+            out.push((e.file_name().to_string_lossy().into_owned(), text));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_workspace_keeps_its_allow_list_and_a_forbidden_arrow_is_found() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let mut crates = read(&root).unwrap();
+        assert!(crates.iter().any(|(n, _)| n == "hooks-claude-code"));
+        assert_eq!(violations(&crates), Vec::<String>::new());
+        // An adapter naming another adapter, and a crate nobody listed.
+        let meta = crates.iter_mut().find(|(n, _)| n == "hooks-meta").unwrap();
+        meta.1 = meta.1.replace(
+            "[dependencies]\n",
+            "[dependencies]\nhooks-store-json.workspace = true\n",
+        );
+        crates.push(("hooks-new".into(), "[dependencies]\n".into()));
+        assert_eq!(
+            violations(&crates),
+            [
+                "hooks-meta depends on hooks-store-json, which its allow-list does not name",
+                "hooks-new is not in xtask/src/deps.rs: say which crates it may depend on",
+            ]
+        );
+        // Dev-dependencies are not the crate graph.
+        assert!(normal_deps("[dev-dependencies]\nhooks-testkit.workspace = true\n").is_empty());
+    }
+}
