@@ -315,3 +315,57 @@ fn a_tui_exited_before_the_delay_is_followed_up_at_the_delay_and_quiet_period() 
     }
     stop(serve);
 }
+
+/// A conversation in the TUI stopped by a rate limit: `continue-after-limit` is queued by
+/// Claude Code's `StopFailure`, waits while the person still has the conversation open, and
+/// carries it on once they exit, in the same conversation.
+#[test]
+fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
+    let app = App::real();
+    app.env.set_var("CLAUDE_CODE_MAX_RETRIES", "0");
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    // An API key's limit states no reset: the wait is the hook's delay.
+    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    app.api.set_limit(Some(hooks_testkit::Limit::RateLimited {
+        reset: time::OffsetDateTime::now_utc().unix_timestamp() + 3600,
+    }));
+    let tui = Tui::start(&app.env, &app.proj);
+    tui.type_line("build the feature SAY_DONE");
+    assert!(
+        wait_until(60, || waiting_reason(&app)
+            .is_some_and(|r| r.starts_with("conversation open in claude"))),
+        "queued by StopFailure, due, and waiting on the open conversation: {:?}\n{}",
+        app.pending(),
+        tui.screen()
+    );
+    let p = &app.pending()[0];
+    assert_eq!(
+        (p["hookId"].as_str(), p["error"].as_str()),
+        (Some("continue-after-limit"), Some("rate_limit")),
+        "{p}"
+    );
+    let sid = p["sessionId"].as_str().unwrap().to_owned();
+    assert!(app.runs().is_empty(), "never while it is open");
+    app.api.set_limit(None);
+    tui.type_line("/exit");
+    assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+    assert!(
+        wait_until(90, || app.runs().iter().any(|r| r["status"] == "ok")),
+        "continued after the exit: {:?} {:?}",
+        app.runs(),
+        app.pending()
+    );
+    let log = stop(serve);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?} {log}");
+    assert_eq!(runs[0]["hookId"], "continue-after-limit");
+    assert_eq!(runs[0]["sessionId"], sid.as_str());
+    let text = std::fs::read_to_string(app.env.transcript(&sid).unwrap()).unwrap();
+    assert!(
+        text.contains("Carry on with the task"),
+        "in the same conversation"
+    );
+}

@@ -40,6 +40,7 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
     // The subscription's five-hour limit is reached, resetting a few seconds from now.
     let reset = unix_now() + 5;
     app.api.set_limit(Some(Limit::RateLimited { reset }));
+    let failed_at = hooks_core::stamp::format_exact(time::OffsetDateTime::now_utc());
     let turn = claude_turn(&app, "build the feature SAY_DONE");
     let sid = turn["session_id"].as_str().expect("a session").to_owned();
     assert_eq!(turn["api_error_status"], 429, "{turn}");
@@ -83,6 +84,11 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
     assert!(
         started >= shown,
         "not before the reset and its margin: {runs:?}"
+    );
+    eprintln!(
+        "limit run: failed at {failed_at}, reset {} (said: {said:?}), due {due}, continued at {}",
+        hooks_core::stamp::format(time::OffsetDateTime::from_unix_timestamp(reset).unwrap()),
+        runs[0]["startedAt"]
     );
     assert_eq!(runs[0]["status"], "ok", "{runs:?}");
     let transcript = std::fs::read_to_string(app.env.transcript(&sid).unwrap()).unwrap();
