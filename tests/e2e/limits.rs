@@ -174,3 +174,70 @@ fn a_follow_up_overloaded_twice_goes_back_to_the_queue_and_then_runs() {
     );
     assert!(app.pending().is_empty());
 }
+
+#[test]
+fn a_follow_up_that_hits_a_usage_limit_waits_for_the_reset_and_then_runs() {
+    let app = App::real();
+    app.env.as_subscriber();
+    app.env.set_var("TZ", "UTC");
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--delay",
+        "1",
+        "--max-context-k",
+        "0",
+    ]);
+    app.api.set_final_line(Some("COMPLETED"));
+    let sid = app.claude("build the feature SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The follow-up itself meets the subscription's limit, resetting in a few seconds.
+    let reset = unix_now() + 5;
+    app.api.set_limit(Some(Limit::RateLimited { reset }));
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let back = wait_until(60, || {
+        app.pending().first().is_some_and(|p| {
+            p["waiting"]["reason"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("rate limited until"))
+        })
+    });
+    assert!(
+        back,
+        "back in the queue: {:?} {:?}",
+        app.pending(),
+        app.runs()
+    );
+    let due = hooks_core::stamp::format(
+        time::OffsetDateTime::from_unix_timestamp(reset - reset.rem_euclid(60) + 60).unwrap(),
+    );
+    assert_eq!(
+        app.pending()[0]["dueAt"],
+        due.as_str(),
+        "the reset it stated, and the margin"
+    );
+    assert_eq!(
+        app.json(&["session", &sid])["stamps"]["post-task"],
+        Value::Null
+    );
+    app.api.set_limit(None);
+    let ran = wait_until(120, || app.runs().iter().any(|r| r["status"] == "ok"));
+    signal(&serve, libc::SIGTERM);
+    let log = String::from_utf8_lossy(&serve.wait_with_output().unwrap().stderr).into_owned();
+    assert!(ran, "it ran after the reset: {log}");
+    let runs = app.runs();
+    assert_eq!(runs.len(), 2, "the attempt and the run: {runs:?}");
+    assert!(
+        runs[0]["status"].as_str().unwrap_or("").contains("limit"),
+        "{runs:?}"
+    );
+    let started = hooks_core::stamp::parse(runs[1]["startedAt"].as_str().unwrap()).unwrap();
+    assert!(hooks_core::stamp::format(started) >= due, "{runs:?}");
+    assert_eq!(app.last_status("post-task"), "ok");
+    assert!(app.pending().is_empty());
+}
