@@ -420,6 +420,12 @@ fn hooks_run_follows_up_now_once_unless_forced_and_says_what_became_of_it() {
     let app = App::fake();
     app.ok(&["init"]);
     let serve = app.spawn(&["serve", "--quiet-period", "0"]);
+    // `hooks run` waits for a daemon it can see: once this one has registered.
+    assert!(hooks_testkit::wait_until(30, || {
+        app.json(&["status"])["daemons"]
+            .as_array()
+            .is_some_and(|d| !d.is_empty())
+    }));
     // A conversation hooks-app has not seen: its transcript is enough.
     app.transcript("run-now-1", &app.proj, 1000);
     let out = app.ok(&["hooks", "run", "post-task", "--session", "run-now-1"]);
