@@ -77,8 +77,8 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "waitingForClose": close_waits.len(),
         "firstGivesUpAt": first_give_up.map(stamp::format),
         "totalCostUsd": cost,
-        "budget": budget.as_ref().map(|(b, bv)| crate::spend::budget_json(b, bv)),
-        "pause": crate::pause::pause_json(paused.as_ref()),
+        "budget": budget.as_ref().map(|(b, bv)| crate::shapes::budget(b, bv)),
+        "pause": crate::shapes::pause(paused.as_ref()),
         "recentRuns": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
     });
     if as_json {
@@ -164,7 +164,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         );
     }
     match &budget {
-        Some((b, bv)) => println!("budget        {}", crate::spend::budget_line(b, bv)),
+        Some((b, bv)) => println!("budget        {}", crate::output::budget_line(b, bv)),
         None => println!("budget        none (hooks-app budget set --daily-usd X)"),
     }
     println!(

@@ -17,14 +17,10 @@ mod install;
 mod ondemand;
 mod options;
 mod output;
-mod pause;
 mod prices;
 mod prompts;
-mod runnow;
 mod sessions;
 mod shapes;
-mod spend;
-mod storecmd;
 mod trust;
 
 use std::process::ExitCode;

@@ -60,3 +60,20 @@ pub fn usd(v: f64) -> String {
 pub fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
+
+/// One line for `status` and `budget show`: today's spend against the budget (in the
+/// amounts the budget's decisions print).
+pub fn budget_line(b: &hooks_core::cost::Budget, v: &hooks_core::cost::BudgetView) -> String {
+    use hooks_core::cost::{WhenReached, usd};
+    format!(
+        "{} spent today ({}, {}) of {} a day; a follow-up it cannot pay for {}",
+        usd(v.spent_today),
+        v.today.date,
+        v.zone,
+        usd(v.daily_usd),
+        match b.when_reached {
+            WhenReached::Wait => "waits for the next day",
+            WhenReached::Skip => "is skipped",
+        }
+    )
+}

@@ -4,8 +4,9 @@
 //! too, but they are this module's: any store (a file today, a database tomorrow) gives the
 //! same output, and a store's on-disk schema can change without changing them.
 
+use hooks_core::cost::{Budget, BudgetView};
 use hooks_core::stamp;
-use hooks_core::{Hook, PendingEntry, RunRecord};
+use hooks_core::{Hook, Pause, PendingEntry, RunRecord};
 use serde_json::{Map, Value, json};
 
 /// A hook: `hooks list|show --json`.
@@ -119,6 +120,31 @@ pub fn run(r: &RunRecord) -> Value {
         v.insert("tookMs".into(), json!(d.whole_milliseconds()));
     }
     Value::Object(v)
+}
+
+/// The pause as `status --json` and the API show it.
+pub fn pause(p: Option<&Pause>) -> Value {
+    match p {
+        None => json!({"paused": false}),
+        Some(p) => json!({
+            "paused": true,
+            "since": stamp::format(p.since),
+            "until": p.until.map(stamp::format),
+            "by": p.by,
+        }),
+    }
+}
+
+/// The daily budget: `budget show --json`, `status --json` and the API.
+pub fn budget(b: &Budget, v: &BudgetView) -> Value {
+    json!({
+        "dailyUsd": v.daily_usd,
+        "timeZone": b.time_zone,
+        "whenReached": b.when_reached.as_str(),
+        "today": v.today.date.to_string(),
+        "spentTodayUsd": v.spent_today,
+        "leftTodayUsd": (v.daily_usd - v.spent_today).max(0.0),
+    })
 }
 
 #[cfg(test)]

@@ -589,7 +589,7 @@ async fn route(
         }
         (Method::GET, ["api", "v1", "pause"]) => Ok(json_response(
             StatusCode::OK,
-            &crate::pause::pause_json(s.svc.paused().await?.as_ref()),
+            &crate::shapes::pause(s.svc.paused().await?.as_ref()),
         )),
         (Method::PUT, ["api", "v1", "pause"]) => {
             let bytes = read_body(req).await?;
@@ -601,11 +601,13 @@ async fn route(
             if let Some(k) = m.keys().find(|k| *k != "for") {
                 return Err(ApiError::bad(k, "is not a field of a pause (only for)"));
             }
-            let span = text(&m, "for")?.map(crate::pause::parse_span).transpose()?;
+            let span = text(&m, "for")?
+                .map(crate::options::parse_span)
+                .transpose()?;
             let p = s.svc.pause(span, "the HTTP API").await?;
             Ok(json_response(
                 StatusCode::OK,
-                &crate::pause::pause_json(Some(&p)),
+                &crate::shapes::pause(Some(&p)),
             ))
         }
         (Method::DELETE, ["api", "v1", "pause"]) => {

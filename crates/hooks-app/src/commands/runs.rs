@@ -1,95 +1,101 @@
-//! What follow-ups cost: `budget set|show|clear` and `runs --summary`.
+//! `runs`: the run log, filtered, or its totals.
 
-use std::collections::BTreeMap;
-
-use hooks_core::cost::{Budget, BudgetView, WhenReached};
+use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::cli::BudgetCmd;
 use crate::context::SystemClock;
-use crate::context::{block_on, service};
+use crate::context::block_on;
 use crate::options::SummaryBy;
 use crate::output::usd;
-use crate::output::{print_json, print_table};
+use crate::output::{print_json, print_table, seconds, yes};
+use crate::sessions::resolve_session;
 use crate::{AppError, AppResult, Context};
+use std::collections::BTreeMap;
 
-/// One line for `status` and `budget show`: today's spend against the budget (in the
-/// amounts the budget's decisions print).
-pub fn budget_line(b: &Budget, v: &BudgetView) -> String {
-    use hooks_core::cost::usd;
-    format!(
-        "{} spent today ({}, {}) of {} a day; a follow-up it cannot pay for {}",
-        usd(v.spent_today),
-        v.today.date,
-        v.zone,
-        usd(v.daily_usd),
-        match b.when_reached {
-            WhenReached::Wait => "waits for the next day",
-            WhenReached::Skip => "is skipped",
-        }
-    )
-}
-
-pub fn budget_json(b: &Budget, v: &BudgetView) -> Value {
-    json!({
-        "dailyUsd": v.daily_usd,
-        "timeZone": b.time_zone,
-        "whenReached": b.when_reached.as_str(),
-        "today": v.today.date.to_string(),
-        "spentTodayUsd": v.spent_today,
-        "leftTodayUsd": (v.daily_usd - v.spent_today).max(0.0),
-    })
-}
-
-pub fn budget(ctx: &Context, cmd: BudgetCmd) -> AppResult {
-    let (svc, _) = service(ctx)?;
-    match cmd {
-        BudgetCmd::Set {
-            daily_usd,
-            time_zone,
-            when_reached,
-        } => {
-            let rule = format!(
-                "dailyUsd: must be a number of US dollars over 0 and at most 10000 (got {daily_usd:?}; `hooks-app budget clear` removes the budget)"
-            );
-            let daily = CostCap::parse(&daily_usd).map_err(|_| AppError::invalid(rule.clone()))?;
-            if daily.usd().is_none() {
-                return Err(AppError::invalid(rule));
-            }
-            let budget = Budget {
-                daily,
-                time_zone: time_zone
-                    .as_deref()
-                    .map(Budget::validate_zone)
-                    .transpose()?,
-                when_reached: WhenReached::parse(&when_reached)?,
-            };
-            let woken = block_on(svc.set_budget(Some(budget)))??;
-            let (b, v) = block_on(svc.budget())??
-                .ok_or_else(|| AppError::runtime("the budget was not kept"))?;
-            println!("budget set: {}", budget_line(&b, &v));
-            if woken > 0 {
-                println!("{woken} follow-up(s) that waited for the budget are due again");
-            }
-        }
-        BudgetCmd::Show(j) => {
-            let current = block_on(svc.budget())??;
-            match (current, j.json) {
-                (Some((b, v)), true) => print_json(&budget_json(&b, &v)),
-                (None, true) => print_json(&Value::Null),
-                (Some((b, v)), false) => println!("{}", budget_line(&b, &v)),
-                (None, false) => println!("no daily budget (hooks-app budget set --daily-usd X)"),
-            }
-        }
-        BudgetCmd::Clear => {
-            let woken = block_on(svc.set_budget(None))??;
-            println!("budget cleared");
-            if woken > 0 {
-                println!("{woken} follow-up(s) that waited for the budget are due again");
-            }
-        }
+pub fn runs(
+    ctx: &Context,
+    hook: Option<String>,
+    session: Option<String>,
+    limit: Option<usize>,
+    (summary, by, since): (bool, Option<crate::options::SummaryBy>, Option<String>),
+    json: bool,
+) -> AppResult {
+    let store = ctx.open_store()?;
+    let hook_id = hook.as_deref().map(HookId::parse).transpose()?;
+    // An id that names no hook is a mistake, not an empty list.
+    if let Some(id) = &hook_id
+        && block_on(store.get_hook(id))??.is_none()
+    {
+        return Err(hooks_core::ports::StoreError::HookNotFound(id.clone()).into());
     }
+    let filter = RunFilter {
+        hook_id,
+        session_id: match session.as_deref() {
+            None => None,
+            Some(s) => {
+                SessionId::parse(s)?;
+                let meta = ctx.meta(&store);
+                Some(block_on(resolve_session(&meta, &store, s))??)
+            }
+        },
+        limit: if summary || since.is_some() {
+            None
+        } else {
+            limit
+        },
+    };
+    let runs = block_on(store.runs(&filter))??;
+    let Some(mut runs) = runs_summary(ctx, runs, summary, by, since.as_deref(), json)? else {
+        return Ok(());
+    };
+    if let Some(n) = limit {
+        runs.drain(..runs.len().saturating_sub(n));
+    }
+    if json {
+        print_json(&Value::Array(runs.iter().map(crate::shapes::run).collect()));
+        return Ok(());
+    }
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    let rows: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let o = &r.outcome;
+            let tokens = o.usage.map(|u| {
+                let input = u.input_tokens.unwrap_or(0)
+                    + u.cache_creation_input_tokens.unwrap_or(0)
+                    + u.cache_read_input_tokens.unwrap_or(0);
+                format!("{input} in / {} out", u.output_tokens.unwrap_or(0))
+            });
+            vec![
+                stamp::format(r.started_at),
+                r.hook_id.to_string(),
+                r.session_id.to_string(),
+                r.status_text(),
+                opt(o.completed.map(yes)),
+                opt(o.cost_usd.map(crate::output::usd)),
+                opt(r.estimated_cost_usd.map(crate::output::usd)),
+                opt(tokens),
+                opt(r.took().map(|d| seconds(d.whole_milliseconds()))),
+                opt(o.duration_ms.map(|d| seconds(i128::from(d)))),
+            ]
+        })
+        .collect();
+    print_table(
+        &[
+            "STARTED",
+            "HOOK",
+            "SESSION",
+            "STATUS",
+            "COMPLETED",
+            "COST",
+            "ESTIMATED",
+            "TOKENS",
+            "TOOK",
+            "API TIME",
+        ],
+        &rows,
+    );
     Ok(())
 }
 

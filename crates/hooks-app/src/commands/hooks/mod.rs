@@ -1,0 +1,259 @@
+//! `hooks list|show|create|update|enable|disable|delete|run`.
+
+use hooks_core::stamp;
+use hooks_core::*;
+use serde_json::Value;
+
+use crate::cli::HooksCmd;
+use crate::commands::ids::hook_id;
+use crate::context::{block_on, service};
+use crate::output::{print_json, print_table, yes};
+use crate::{AppError, AppResult, Context};
+
+mod run;
+
+fn hook_row(h: &Hook) -> Vec<String> {
+    vec![
+        h.id.to_string(),
+        yes(h.enabled),
+        format!("{}s", h.delay.seconds()),
+        if h.max_context.k() == 0 {
+            "none".into()
+        } else {
+            format!("{}k", h.max_context.k())
+        },
+        h.max_cost
+            .usd()
+            .map_or_else(|| "none".into(), crate::output::usd),
+        h.prompt_file.to_string(),
+        h.last_status
+            .as_ref()
+            .map(ToString::to_string)
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
+    let (svc, _) = service(ctx)?;
+    match cmd {
+        HooksCmd::List(j) => {
+            let hooks = block_on(svc.list_hooks())??;
+            if j.json {
+                print_json(&Value::Array(
+                    hooks.iter().map(crate::shapes::hook).collect(),
+                ));
+            } else {
+                print_table(
+                    &[
+                        "ID",
+                        "ENABLED",
+                        "DELAY",
+                        "MAX CONTEXT",
+                        "MAX COST",
+                        "PROMPT",
+                        "LAST STATUS",
+                    ],
+                    &hooks.iter().map(hook_row).collect::<Vec<_>>(),
+                );
+            }
+        }
+        HooksCmd::Show { id, json } => {
+            let h = block_on(svc.get_hook(&hook_id(&id)?))??;
+            if json.json {
+                print_json(&crate::shapes::hook(&h));
+            } else {
+                let rows = [
+                    ("id", h.id.to_string()),
+                    ("name", h.name.clone()),
+                    (
+                        "event",
+                        match h.event {
+                            Event::ConversationFailed => {
+                                format!("{} ({})", h.event.as_str(), h.errors)
+                            }
+                            _ => h.event.as_str().to_owned(),
+                        },
+                    ),
+                    ("enabled", yes(h.enabled)),
+                    ("delay", format!("{}s", h.delay.seconds())),
+                    ("prompt file", h.prompt_file.to_string()),
+                    ("skip cron sessions", yes(h.skip_cron)),
+                    ("skip subagents", yes(h.skip_subagents)),
+                    (
+                        "max context",
+                        if h.max_context.k() == 0 {
+                            "no cap".into()
+                        } else {
+                            format!("{}k tokens", h.max_context.k())
+                        },
+                    ),
+                    (
+                        "max cost",
+                        h.max_cost.usd().map_or_else(
+                            || "no cap".into(),
+                            |c| format!("{} per follow-up", crate::output::usd(c)),
+                        ),
+                    ),
+                    (
+                        "max lateness",
+                        h.max_lateness.limit().map_or_else(
+                            || "no limit".into(),
+                            |l| format!("{} s (a later entry is skipped)", l.whole_seconds()),
+                        ),
+                    ),
+                    (
+                        "created",
+                        h.created_at
+                            .map(stamp::format)
+                            .unwrap_or_else(|| "-".into()),
+                    ),
+                    (
+                        "last status",
+                        h.last_status
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_else(|| "-".into()),
+                    ),
+                    ("firings kept", h.history.len().to_string()),
+                ];
+                for (k, v) in rows {
+                    println!("{k:<20}{v}");
+                }
+            }
+        }
+        HooksCmd::Create {
+            name,
+            prompt_file,
+            delay,
+            event,
+            errors,
+            max_context_k,
+            max_cost_usd,
+            max_lateness,
+            disabled,
+            include_cron,
+            include_subagents,
+        } => {
+            let Some(prompt_file) = prompt_file else {
+                return Err(AppError::invalid(format!(
+                    "promptFile: --prompt-file is required: a hook's prompt is a Markdown \
+                     file in {}/{PROMPT_DIR}/; write it there, then pass \
+                     --prompt-file {PROMPT_DIR}/NAME.md",
+                    ctx.workspace.display()
+                )));
+            };
+            let mut spec = HookSpec::new(&name, PromptFile::parse(&prompt_file)?)?;
+            spec.apply(&HookPatch {
+                delay: delay.as_deref().map(Delay::parse).transpose()?,
+                event: event.as_deref().map(Event::parse).transpose()?,
+                errors: errors.as_deref().map(FailureKinds::parse).transpose()?,
+                max_context: max_context_k
+                    .as_deref()
+                    .map(ContextCap::parse)
+                    .transpose()?,
+                max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
+                max_lateness: max_lateness
+                    .as_deref()
+                    .map(MaxLateness::parse)
+                    .transpose()?,
+                enabled: Some(!disabled),
+                skip_cron: Some(!include_cron),
+                skip_subagents: Some(!include_subagents),
+                ..HookPatch::default()
+            });
+            warn_missing_prompt(ctx, &spec.prompt_file);
+            let h = block_on(svc.create_hook(spec))??;
+            println!("{}", h.id);
+        }
+        HooksCmd::Update {
+            id,
+            name,
+            prompt_file,
+            delay,
+            event,
+            errors,
+            max_context_k,
+            max_cost_usd,
+            max_lateness,
+            enabled,
+            disabled,
+            include_cron,
+            skip_cron,
+            include_subagents,
+            skip_subagents,
+        } => {
+            let flag = |on: bool, off: bool| {
+                if on {
+                    Some(true)
+                } else if off {
+                    Some(false)
+                } else {
+                    None
+                }
+            };
+            let patch = HookPatch {
+                errors: errors.as_deref().map(FailureKinds::parse).transpose()?,
+                name: name.as_deref().map(validate_name).transpose()?,
+                event: event.as_deref().map(Event::parse).transpose()?,
+                delay: delay.as_deref().map(Delay::parse).transpose()?,
+                prompt_file: prompt_file.as_deref().map(PromptFile::parse).transpose()?,
+                enabled: flag(enabled, disabled),
+                skip_cron: flag(skip_cron, include_cron),
+                skip_subagents: flag(skip_subagents, include_subagents),
+                max_context: max_context_k
+                    .as_deref()
+                    .map(ContextCap::parse)
+                    .transpose()?,
+                max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
+                max_lateness: max_lateness
+                    .as_deref()
+                    .map(MaxLateness::parse)
+                    .transpose()?,
+            };
+            if patch.is_empty() {
+                return Err(AppError::invalid(
+                    "hooks update: nothing to change (give at least one option)",
+                ));
+            }
+            if let Some(p) = &patch.prompt_file {
+                warn_missing_prompt(ctx, p);
+            }
+            let h = block_on(svc.update_hook(&hook_id(&id)?, &patch))??;
+            println!("{}", h.id);
+        }
+        HooksCmd::Enable { id } => {
+            block_on(svc.set_enabled(&hook_id(&id)?, true))??;
+            println!("{id} enabled");
+        }
+        HooksCmd::Disable { id } => {
+            block_on(svc.set_enabled(&hook_id(&id)?, false))??;
+            println!("{id} disabled");
+        }
+        HooksCmd::Run {
+            id,
+            session,
+            force,
+            no_wait,
+            json,
+        } => run::run(ctx, &id, &session, force, no_wait, json.json)?,
+        HooksCmd::Delete { id } => {
+            let dropped = block_on(svc.delete_hook(&hook_id(&id)?))??;
+            println!(
+                "{id} deleted ({dropped} queued entr{} dropped)",
+                if dropped == 1 { "y" } else { "ies" }
+            );
+        }
+    }
+    Ok(())
+}
+
+fn warn_missing_prompt(ctx: &Context, p: &PromptFile) {
+    let path = ctx.workspace.join(p.as_str());
+    if !path.exists() {
+        eprintln!(
+            "note: {} does not exist yet; it is looked up in each session's project, then in {}",
+            p,
+            ctx.workspace.display()
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! `init`: the data folder, the store and its seeds, and the seeded hooks' prompts.
+
+use hooks_core::*;
+
+use crate::context::block_on;
+use crate::{AppError, AppResult, Context, prompts};
+
+pub fn init(ctx: &Context) -> AppResult {
+    let existed = ctx.existing_store().is_ok();
+    let store = ctx.open_store()?;
+    block_on(store.snapshot())??;
+    for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
+        println!("{said}");
+    }
+    crate::http::token(&ctx.data_dir)?;
+    let removed = store.signals.housekeep()?;
+    if removed > 0 {
+        println!("removed {removed} temp file(s) left by writers that died");
+    }
+    println!(
+        "{} {}",
+        if existed {
+            "store already there:"
+        } else {
+            "created the store, seeded with post-task and continue-after-limit (off):"
+        },
+        store.signals.location()
+    );
+    // A store from before the failure event gets the second seed, off.
+    let (svc, _) = crate::context::service(ctx)?;
+    let id = continue_after_limit_id();
+    if existed && !block_on(svc.list_hooks())??.iter().any(|h| h.id == id) {
+        let h = block_on(svc.create_hook(HookSpec::continue_after_limit()))??;
+        println!(
+            "added the {} hook (off: `hooks-app hooks enable {}`)",
+            h.id, h.id
+        );
+    }
+    let written = prompts::write_default_prompts(&ctx.workspace).map_err(|e| {
+        AppError::runtime(format!(
+            "could not write the default prompts in {}: {e}",
+            ctx.workspace.display()
+        ))
+    })?;
+    for (path, wrote) in written {
+        if wrote {
+            println!("wrote the default prompt: {}", path.display());
+        } else {
+            println!("prompt already there: {}", path.display());
+        }
+    }
+    println!(
+        "next: `hooks-app install` to add the Claude Code hook (a daemon then starts when something is queued), and `hooks-app doctor`"
+    );
+    Ok(())
+}

@@ -1,0 +1,133 @@
+//! Every command but the hook entry point, the daemon, install and doctor: parse the
+//! input into the core's validated types, call the service, print a table or `--json`.
+
+use std::process::ExitCode;
+
+use crate::cli::{Cli, Command, HooksCmd};
+use crate::{AppError, AppResult, Context, claude_hook, context, daemon, doctor, install};
+
+mod budget;
+mod history;
+mod hooks;
+mod ids;
+mod init;
+mod notify;
+mod open;
+mod pause;
+mod pending;
+mod prune;
+mod runs;
+mod session;
+mod store;
+
+use self::history::history;
+use self::hooks::hooks;
+use self::ids::suggest_hook;
+use self::init::init;
+use self::notify::notify;
+use self::open::open;
+use self::pending::pending;
+use self::prune::prune;
+use self::runs::runs;
+use self::session::session_cmd;
+
+pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
+    // These describe the program itself: no data folder, no settings.
+    match cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "hooks-app", &mut std::io::stdout());
+            return Ok(ExitCode::SUCCESS);
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .map_err(|e| AppError::runtime(format!("could not write the man page: {e}")))?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        _ => {}
+    }
+    let mut ctx = match Context::resolve(&cli.global) {
+        Ok(c) => c,
+        // Exit 2 from a Claude Code hook would block Claude.
+        Err(e) if matches!(cli.command, Command::ClaudeHook(_)) => {
+            return Err(AppError::runtime(e.message));
+        }
+        Err(e) => return Err(e),
+    };
+    // Commands that only read never create a store: a mistyped --data-dir is an error,
+    // not a fresh store seeded with post-task.
+    let reads_only = matches!(
+        cli.command,
+        Command::Hooks(HooksCmd::List(_) | HooksCmd::Show { .. })
+            | Command::Pending(_)
+            | Command::History { .. }
+            | Command::Runs { .. }
+            | Command::Session { .. }
+            | Command::Status(_)
+    );
+    if reads_only {
+        ctx.require_store()?;
+    }
+    match cli.command {
+        Command::Completions { .. } | Command::Man => {}
+        Command::ClaudeHook(a) => return Ok(claude_hook::run(&ctx, a.on)),
+        Command::Init => {
+            context::record_workspace(&mut ctx)?;
+            init(&ctx)?
+        }
+        Command::Hooks(h) => hooks(&ctx, h).map_err(|e| suggest_hook(&ctx, e))?,
+        Command::Pending(j) => pending(&ctx, j.json)?,
+        Command::History { id, json } => {
+            history(&ctx, &id, json.json).map_err(|e| suggest_hook(&ctx, e))?
+        }
+        Command::Runs {
+            hook,
+            session,
+            limit,
+            summary,
+            by,
+            since,
+            json,
+        } => runs(&ctx, hook, session, limit, (summary, by, since), json.json)
+            .map_err(|e| suggest_hook(&ctx, e))?,
+        Command::Budget(cmd) => budget::budget(&ctx, cmd)?,
+        Command::Pause { for_, json } => pause::pause(&ctx, for_.as_deref(), json.json)?,
+        Command::Unpause(j) => pause::unpause(&ctx, j.json)?,
+        Command::Alerts(a) => match a {
+            crate::cli::AlertsCmd::Set { url, on, desktop } => {
+                crate::alerts::set(&ctx, url.as_deref(), on.as_deref(), desktop)?
+            }
+            crate::cli::AlertsCmd::Show(j) => crate::alerts::show(&ctx, j.json)?,
+            crate::cli::AlertsCmd::Clear => crate::alerts::clear(&ctx)?,
+            crate::cli::AlertsCmd::Test => crate::alerts::test(&ctx)?,
+        },
+        Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
+        Command::Notify {
+            session,
+            event,
+            cwd,
+            transcript,
+            origin,
+            json,
+        } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
+        Command::Install(a) => {
+            if !a.dry_run {
+                context::record_workspace(&mut ctx)?;
+            }
+            install::install(&ctx, &a)?
+        }
+        Command::Uninstall(a) => install::uninstall(&ctx, &a)?,
+        Command::Store(cmd) => store::run(&ctx, cmd)?,
+        Command::Prune { older_than } => prune(&ctx, older_than)?,
+        Command::Tick(a) => return daemon::tick(&ctx, &a),
+        Command::Serve(a) => return daemon::serve(&ctx, &a),
+        Command::Status(j) => doctor::status(&ctx, j.json)?,
+        Command::Open { no_browser } => open(&ctx, no_browser)?,
+        Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
+        Command::Trust(a) => crate::trust::command(&ctx, &a)?,
+        Command::Prices(j) => crate::prices::command(&ctx, j.json)?,
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,53 @@
+//! `pause [--for DURATION]` and `unpause`: the kill switch. The pause is store state, so
+//! every daemon and host sharing the store holds still while it lasts.
+
+use hooks_core::stamp;
+use serde_json::json;
+
+use crate::context::{block_on, service};
+use crate::output::print_json;
+use crate::{AppResult, Context};
+
+/// Who is pausing: the user and this host, for whoever wonders why nothing runs.
+fn who() -> String {
+    let user = std::env::var("USER")
+        .or_else(|_| std::env::var("LOGNAME"))
+        .unwrap_or_else(|_| "someone".into());
+    let host = hooks_platform::process::hostname().unwrap_or_else(|| "this host".into());
+    format!("{user}@{host}")
+}
+
+pub fn pause(ctx: &Context, span: Option<&str>, json: bool) -> AppResult {
+    let span = span.map(crate::options::parse_span).transpose()?;
+    let (svc, _) = service(ctx)?;
+    let p = block_on(svc.pause(span, &who()))??;
+    if json {
+        print_json(&crate::shapes::pause(Some(&p)));
+    } else {
+        match p.until {
+            Some(u) => println!(
+                "paused until {}: nothing starts until then (`hooks-app unpause` ends it sooner)",
+                stamp::format(u)
+            ),
+            None => println!("paused: nothing starts until `hooks-app unpause`"),
+        }
+    }
+    Ok(())
+}
+
+pub fn unpause(ctx: &Context, json: bool) -> AppResult {
+    let (svc, _) = service(ctx)?;
+    let was = block_on(svc.paused())??;
+    let woken = block_on(svc.unpause())??;
+    if json {
+        print_json(&json!({"paused": false, "woken": woken}));
+    } else if was.is_none() {
+        println!("not paused");
+    } else {
+        println!(
+            "unpaused; {} woken",
+            crate::output::count(woken, "waiting follow-up", "waiting follow-ups")
+        );
+    }
+    Ok(())
+}
