@@ -283,7 +283,8 @@ fn layering() -> Result<(), String> {
     ];
     let mut naming = Vec::new();
     for (module, text) in modules::read_crate(&app_src)? {
-        if module == "context" {
+        if module == "compose" || module.starts_with("compose::") || module.starts_with("compose/")
+        {
             continue;
         }
         for name in adapter_names.iter().filter(|n| text.contains(*n)) {
@@ -292,7 +293,7 @@ fn layering() -> Result<(), String> {
     }
     if !naming.is_empty() {
         return Err(format!(
-            "only hooks-app's context.rs picks adapters, but {}",
+            "only hooks-app's compose/ picks adapters, but {}",
             naming.join("; ")
         ));
     }

@@ -22,7 +22,7 @@ use hooks_core::service::{Config, NotifyEvent};
 use hooks_core::*;
 
 use crate::options::HookTrigger;
-use crate::{AppError, AppResult, Context, context};
+use crate::{AppError, AppResult, Context, compose};
 
 /// The most read from stdin.
 pub use hooks_claude_code::hook_input::MAX_INPUT;
@@ -145,7 +145,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
         .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
-    if std::env::var_os(crate::context::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
+    if std::env::var_os(crate::compose::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
         // A follow-up's own Stop or SessionEnd: the app started that run.
         return Ok(());
     }
@@ -156,7 +156,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         // It queues and wakes, never runs: the claude runner stands in, whatever runs the
         // follow-ups, so a webhook's settings can never fail the hook.
         std::sync::Arc::new(ctx.claude_runner(std::time::Duration::from_secs(1))),
-        Config::new(context::owner_id()),
+        Config::new(compose::owner_id()),
     )?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
@@ -172,7 +172,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
 /// already; a daemon that cannot be started is said on stderr (Claude shows it) and the
 /// entry waits for the next one.
 fn start_daemon(ctx: &Context) {
-    if let Err(e) = crate::ondemand::ensure_running(ctx) {
+    if let Err(e) = crate::daemon::ondemand::ensure_running(ctx) {
         eprintln!("hooks-app claude-hook: queued, but {}", e.message);
     }
 }

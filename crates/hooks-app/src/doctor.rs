@@ -7,8 +7,8 @@ use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::context::block_on;
-use crate::ondemand::daemon_running;
+use crate::compose::block_on;
+use crate::daemon::ondemand::daemon_running;
 use crate::output::print_json;
 use crate::output::usd;
 use crate::{AppResult, Context, install, prompts::FilePrompts};
@@ -51,20 +51,20 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let waiting = snap.pending.iter().filter(|p| p.waiting.is_some()).count();
     let unfinished = all_runs.iter().filter(|r| r.finished_at.is_none()).count();
     let running = daemon_running(&ctx.data_dir);
-    let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
-    let daemons = crate::ondemand::running(&ctx.data_dir);
+    let mode = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let daemons = crate::daemon::ondemand::running(&ctx.data_dir);
     let (budget, paused) = {
-        let (svc, _) = crate::context::service(ctx)?;
+        let (svc, _) = crate::compose::service(ctx)?;
         (block_on(svc.budget())??, block_on(svc.paused())??)
     };
-    let http = crate::ondemand::http_url(&ctx.data_dir);
+    let http = crate::daemon::ondemand::http_url(&ctx.data_dir);
     let v = json!({
         "dataDir": ctx.data_dir.display().to_string(),
         "store": ctx.store.describe(),
         "hostId": ctx.host_id,
         "http": http,
         "daemonRunning": running,
-        "daemonMode": crate::ondemand::mode_name(mode),
+        "daemonMode": crate::daemon::ondemand::mode_name(mode),
         "daemons": daemons,
         "hooks": snap.hooks.len(),
         "enabledHooks": snap.hooks.iter().filter(|h| h.enabled).count(),
@@ -88,7 +88,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     println!("data dir      {}", ctx.data_dir.display());
     if !matches!(
         &ctx.store,
-        crate::context::StoreChoice::Json {
+        crate::compose::StoreChoice::Json {
             explicit: false,
             ..
         }
@@ -127,7 +127,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
                 "not running; claude-hook starts one when it queues something".into(),
             (false, _) => "not running (start it with `hooks-app serve`)".into(),
         },
-        crate::ondemand::mode_name(mode)
+        crate::daemon::ondemand::mode_name(mode)
     );
     println!(
         "hooks         {} ({} enabled)",
@@ -255,7 +255,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         });
     }
 
-    if let crate::context::RunnerChoice::Webhook { url, token_file } = &ctx.runner {
+    if let crate::compose::RunnerChoice::Webhook { url, token_file } = &ctx.runner {
         let valid = ctx.runner(std::time::Duration::from_secs(1));
         let from = match (token_file, std::env::var_os("HOOKS_RUNNER_TOKEN")) {
             (Some(f), _) => format!("token from {}", f.display()),
@@ -324,7 +324,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     // An http hook loses every event while no daemon listens where it posts.
     let http_hooks = install::installed_http_urls(ctx);
     if !http_hooks.is_empty() {
-        let serving = crate::ondemand::http_url(&ctx.data_dir);
+        let serving = crate::daemon::ondemand::http_url(&ctx.data_dir);
         let stray: Vec<String> = http_hooks
             .iter()
             .filter(|(_, u)| {
@@ -553,8 +553,8 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     }
 
     let running = daemon_running(&ctx.data_dir);
-    let mode = crate::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
-    let mode_name = crate::ondemand::mode_name(mode);
+    let mode = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let mode_name = crate::daemon::ondemand::mode_name(mode);
     // On demand, no daemon is fine until something is due and none was started for it.
     let due_now = snapshot.as_ref().is_ok_and(|s| {
         let now = time::OffsetDateTime::now_utc();
@@ -578,11 +578,13 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         },
         fix: (!ok).then(|| match mode {
             crate::options::DaemonMode::Service => {
-                crate::ondemand::enable_command(&crate::ondemand::unit_path())
+                crate::daemon::ondemand::enable_command(&crate::daemon::ondemand::unit_path())
             }
             crate::options::DaemonMode::OnDemand => format!(
                 "hooks-app serve, and see {} for why the on-demand one did not start",
-                ctx.data_dir.join(crate::ondemand::LOG_FILE).display()
+                ctx.data_dir
+                    .join(crate::daemon::ondemand::LOG_FILE)
+                    .display()
             ),
             // Install never ran here: it is the next step, and the daemon then starts on
             // demand.

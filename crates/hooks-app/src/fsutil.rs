@@ -97,3 +97,14 @@ pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
         .mode(0o600)
         .open(path)
 }
+
+pub fn home() -> AppResult<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| AppError::runtime("HOME is not set: pass --data-dir and --claude-home"))
+}
+
+pub fn absolute(p: &Path) -> AppResult<PathBuf> {
+    std::path::absolute(p).map_err(|e| AppError::invalid(format!("{}: {e}", p.display())))
+}

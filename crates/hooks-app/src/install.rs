@@ -258,7 +258,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
         Transport::Command => None,
         Transport::Http => Some(match &a.http_url {
             Some(u) => u.clone(),
-            None => crate::ondemand::http_url(&ctx.data_dir).ok_or_else(|| {
+            None => crate::daemon::ondemand::http_url(&ctx.data_dir).ok_or_else(|| {
                 AppError::invalid(
                     "httpUrl: --transport http needs --http-url URL, or a daemon running with --http to take it from",
                 )
@@ -271,7 +271,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
                 base,
                 on_end,
                 crate::http::TOKEN_ENV,
-                crate::context::FOLLOW_UP_ENV,
+                crate::compose::FOLLOW_UP_ENV,
             ),
             None => command_handler(command_for(
                 ctx,
@@ -356,7 +356,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
 
 /// Keeps the daemon mode for claude-hook and doctor, and writes the service unit.
 fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
-    use crate::ondemand::{self, DaemonConfig};
+    use crate::daemon::ondemand::{self, DaemonConfig};
     let cfg = DaemonConfig {
         mode: a.daemon,
         idle_exit: a.idle_exit,
@@ -501,8 +501,8 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
         );
         return Ok(());
     }
-    let cfg = crate::ondemand::DaemonConfig::read(&ctx.data_dir);
-    let unit = crate::ondemand::unit_path();
+    let cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let unit = crate::daemon::ondemand::unit_path();
     let service =
         (a.daemon == Some(DaemonMode::Service) || cfg.mode == DaemonMode::Service) && unit.exists();
     if service {
@@ -513,13 +513,13 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     }
     if cfg.mode == DaemonMode::OnDemand {
         // Nothing will start it again: the hook that did is gone.
-        crate::ondemand::DaemonConfig {
+        crate::daemon::ondemand::DaemonConfig {
             mode: DaemonMode::None,
             ..cfg
         }
         .write(&ctx.data_dir)?;
     }
-    for pid in crate::ondemand::stop_on_demand(&ctx.data_dir) {
+    for pid in crate::daemon::ondemand::stop_on_demand(&ctx.data_dir) {
         println!("stopped the on-demand daemon (pid {pid})");
     }
     left_behind(ctx);
@@ -529,7 +529,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
 /// Turns the service off (best effort, with the command to run where that fails) and
 /// removes its unit file.
 fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
-    let off = crate::ondemand::disable_command(unit);
+    let off = crate::daemon::ondemand::disable_command(unit);
     if dry_run {
         println!("would run `{off}` and remove {}", unit.display());
         return Ok(());

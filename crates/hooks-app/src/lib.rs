@@ -5,16 +5,16 @@
 //! them to the core's `Service`. `main.rs` only calls [`run`].
 
 mod alerts;
+mod blocking;
 mod claude_hook;
 mod cli;
 mod commands;
-mod context;
+mod compose;
 mod daemon;
 mod doctor;
 mod fsutil;
 mod http;
 mod install;
-mod ondemand;
 mod options;
 mod output;
 mod prices;
@@ -30,7 +30,7 @@ use hooks_core::ValidationError;
 use hooks_core::ports::StoreError;
 use hooks_core::service::ServiceError;
 
-pub use context::Context;
+pub use compose::Context;
 pub use prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
 
 /// A failure, with the exit code it maps to: 1 for a runtime failure, 2 for bad usage or

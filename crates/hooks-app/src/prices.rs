@@ -210,7 +210,7 @@ fn learned(
     let Ok(store) = ctx.existing_store() else {
         return Ok(Vec::new());
     };
-    let runs = crate::context::block_on(store.runs(&hooks_core::RunFilter {
+    let runs = crate::blocking::block_on(store.runs(&hooks_core::RunFilter {
         limit: Some(500),
         ..hooks_core::RunFilter::default()
     }))??;

@@ -39,7 +39,7 @@ pub const SESSION_PREFIX_MIN: usize = 8;
 /// transcript, queued, or in the run log.
 pub async fn resolve_session(
     meta: &dyn SessionMeta,
-    store: &crate::context::Store,
+    store: &crate::compose::Store,
     text: &str,
 ) -> Result<SessionId, SessionLookup> {
     let text = text.trim();
@@ -96,7 +96,7 @@ pub async fn resolve_session(
 pub async fn session_view(
     svc: &Service,
     meta: &dyn SessionMeta,
-    store: &crate::context::Store,
+    store: &crate::compose::Store,
     sid: &SessionId,
 ) -> AppResult<(Value, SessionFacts, Vec<PendingEntry>)> {
     let facts = meta

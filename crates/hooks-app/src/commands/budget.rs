@@ -5,7 +5,7 @@ use hooks_core::*;
 use serde_json::Value;
 
 use crate::cli::BudgetCmd;
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::{AppError, AppResult, Context};
 

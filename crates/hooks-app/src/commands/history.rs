@@ -7,7 +7,7 @@ use hooks_core::*;
 use serde_json::{Value, json};
 
 use crate::commands::ids::hook_id;
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::{print_json, print_table, seconds};
 use crate::{AppResult, Context};
 

@@ -2,7 +2,7 @@
 
 use hooks_core::*;
 
-use crate::context::block_on;
+use crate::compose::block_on;
 use crate::{AppError, AppResult, Context};
 
 pub fn hook_id(s: &str) -> AppResult<HookId> {

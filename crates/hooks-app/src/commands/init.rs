@@ -2,7 +2,7 @@
 
 use hooks_core::*;
 
-use crate::context::block_on;
+use crate::compose::block_on;
 use crate::{AppError, AppResult, Context, prompts};
 
 pub fn init(ctx: &Context) -> AppResult {
@@ -27,7 +27,7 @@ pub fn init(ctx: &Context) -> AppResult {
         store.signals.location()
     );
     // A store from before the failure event gets the second seed, off.
-    let (svc, _) = crate::context::service(ctx)?;
+    let (svc, _) = crate::compose::service(ctx)?;
     let id = continue_after_limit_id();
     if existed && !block_on(svc.list_hooks())??.iter().any(|h| h.id == id) {
         let h = block_on(svc.create_hook(HookSpec::continue_after_limit()))??;

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, HooksCmd};
-use crate::{AppError, AppResult, Context, claude_hook, context, daemon, doctor, install};
+use crate::{AppError, AppResult, Context, claude_hook, compose, daemon, doctor, install};
 
 mod budget;
 mod history;
@@ -74,7 +74,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Completions { .. } | Command::Man => {}
         Command::ClaudeHook(a) => return Ok(claude_hook::run(&ctx, a.on)),
         Command::Init => {
-            context::record_workspace(&mut ctx)?;
+            compose::record_workspace(&mut ctx)?;
             init(&ctx)?
         }
         Command::Hooks(h) => hooks(&ctx, h).map_err(|e| suggest_hook(&ctx, e))?,
@@ -114,7 +114,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
         Command::Install(a) => {
             if !a.dry_run {
-                context::record_workspace(&mut ctx)?;
+                compose::record_workspace(&mut ctx)?;
             }
             install::install(&ctx, &a)?
         }

@@ -5,7 +5,7 @@ use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::{AppResult, Context};
 

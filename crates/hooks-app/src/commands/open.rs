@@ -7,7 +7,7 @@ use crate::{AppError, AppResult, Context};
 /// Starts the on-demand daemon where `install --http` asked it to serve HTTP, and waits
 /// for it to listen; else says how to get a daemon that serves HTTP.
 fn start_http_daemon(ctx: &Context) -> AppResult<String> {
-    let cfg = crate::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
     let how = "`hooks-app install --http 127.0.0.1:PORT` makes the on-demand daemon serve the \
                page, or run `hooks-app serve --http 127.0.0.1:PORT`";
     let Some(addr) = cfg.http else {
@@ -15,10 +15,12 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
             "no daemon serves HTTP for this data folder: {how}"
         )));
     };
-    if cfg.mode == crate::options::DaemonMode::OnDemand && crate::ondemand::ensure_running(ctx)? {
+    if cfg.mode == crate::options::DaemonMode::OnDemand
+        && crate::daemon::ondemand::ensure_running(ctx)?
+    {
         let started = std::time::Instant::now();
         while started.elapsed() < Duration::from_secs(15) {
-            if let Some(url) = crate::ondemand::http_url(&ctx.data_dir) {
+            if let Some(url) = crate::daemon::ondemand::http_url(&ctx.data_dir) {
                 return Ok(url);
             }
             // Polling a file the new daemon writes once it listens; nothing to wait on.
@@ -26,7 +28,9 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
         }
         return Err(AppError::runtime(format!(
             "started the daemon to serve http://{addr}, but it is not listening after 15 s: see {}",
-            ctx.data_dir.join(crate::ondemand::LOG_FILE).display()
+            ctx.data_dir
+                .join(crate::daemon::ondemand::LOG_FILE)
+                .display()
         )));
     }
     Err(AppError::runtime(format!(
@@ -38,7 +42,7 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
 
 /// `open`: the page's address with a one-time login token.
 pub fn open(ctx: &Context, no_browser: bool) -> AppResult {
-    let url = match crate::ondemand::http_url(&ctx.data_dir) {
+    let url = match crate::daemon::ondemand::http_url(&ctx.data_dir) {
         Some(url) => url,
         None => start_http_daemon(ctx)?,
     };

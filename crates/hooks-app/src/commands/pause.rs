@@ -4,7 +4,7 @@
 use hooks_core::stamp;
 use serde_json::json;
 
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::{AppResult, Context};
 

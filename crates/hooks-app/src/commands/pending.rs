@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::context::block_on;
+use crate::compose::block_on;
 use crate::output::{print_json, print_table};
 use crate::{AppResult, Context};
 

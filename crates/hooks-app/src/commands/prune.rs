@@ -5,8 +5,8 @@ use std::collections::HashSet;
 use hooks_core::ports::Clock;
 use hooks_core::*;
 
-use crate::context::block_on;
-use crate::{AppError, AppResult, Context, context};
+use crate::compose::block_on;
+use crate::{AppError, AppResult, Context, compose};
 
 pub fn prune(ctx: &Context, days: u64) -> AppResult {
     let store = ctx.open_store()?;
@@ -15,7 +15,7 @@ pub fn prune(ctx: &Context, days: u64) -> AppResult {
         .into_iter()
         .map(|p| p.session_id)
         .collect();
-    let before = context::SystemClock.now() - time::Duration::days(days.min(1_000_000) as i64);
+    let before = compose::SystemClock.now() - time::Duration::days(days.min(1_000_000) as i64);
     let removed = block_on(store.sessions.prune(before, &keep))?
         .map_err(|e| AppError::runtime(e.to_string()))?;
     println!(

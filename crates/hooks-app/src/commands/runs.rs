@@ -4,8 +4,8 @@ use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::context::SystemClock;
-use crate::context::block_on;
+use crate::compose::SystemClock;
+use crate::compose::block_on;
 use crate::options::SummaryBy;
 use crate::output::usd;
 use crate::output::{print_json, print_table, seconds, yes};

@@ -2,7 +2,7 @@
 
 use hooks_core::*;
 
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::sessions::resolve_session;
 use crate::sessions::session_lines;

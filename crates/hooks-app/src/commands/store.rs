@@ -6,8 +6,8 @@ use hooks_core::ports::MetaError;
 use hooks_core::*;
 
 use crate::cli::StoreCmd;
-use crate::context::block_on;
-use crate::context::{Store, StoreChoice};
+use crate::compose::block_on;
+use crate::compose::{Store, StoreChoice};
 use crate::{AppError, AppResult, Context};
 
 pub fn run(ctx: &Context, cmd: StoreCmd) -> AppResult {

@@ -150,11 +150,13 @@ fn use_login(dir: &Path, t: &str) -> bool {
 pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<tokio::net::TcpListener, AppError> {
     tokio::net::TcpListener::bind(o.addr).await.map_err(|e| {
         let holder = if e.kind() == std::io::ErrorKind::AddrInUse {
-            let ours = crate::ondemand::running(data_dir).into_iter().find(|d| {
-                d["http"]
-                    .as_str()
-                    .is_some_and(|u| u.trim_start_matches("http://") == o.addr.to_string())
-            });
+            let ours = crate::daemon::ondemand::running(data_dir)
+                .into_iter()
+                .find(|d| {
+                    d["http"]
+                        .as_str()
+                        .is_some_and(|u| u.trim_start_matches("http://") == o.addr.to_string())
+                });
             match ours {
                 Some(d) => format!(
                     "; this data folder's daemon (pid {}) serves there: `hooks-app open` finds it",
@@ -367,8 +369,8 @@ async fn handle(
 /// folder, that folder is still there): 503 naming what failed otherwise.
 async fn healthz(state: &HttpState) -> Response<Full<Bytes>> {
     let folder = match &state.ctx.store {
-        crate::context::StoreChoice::Json { dir, .. } => Some(dir),
-        crate::context::StoreChoice::Postgres { .. } => None,
+        crate::compose::StoreChoice::Json { dir, .. } => Some(dir),
+        crate::compose::StoreChoice::Postgres { .. } => None,
     };
     let answer = if let Some(dir) = folder.filter(|d| !d.is_dir()) {
         Err(format!("the store's folder {} is gone", dir.display()))

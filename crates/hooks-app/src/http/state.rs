@@ -17,7 +17,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::context::Store;
+use crate::compose::Store;
 use crate::{AppError, Context};
 
 /// The most a request body may hold.

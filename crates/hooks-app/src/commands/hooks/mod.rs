@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::cli::HooksCmd;
 use crate::commands::ids::hook_id;
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::{print_json, print_table, yes};
 use crate::{AppError, AppResult, Context};
 

@@ -8,7 +8,7 @@ use hooks_core::service::RunNowQueue;
 use hooks_core::*;
 use serde_json::json;
 
-use crate::context::{block_on, service};
+use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::sessions::resolve_session;
 use crate::{AppError, AppResult, Context};
@@ -53,8 +53,8 @@ pub fn run(
             ""
         }
     );
-    let started = crate::ondemand::ensure_running(ctx)?;
-    let daemon = started || crate::ondemand::daemon_running(&ctx.data_dir);
+    let started = crate::daemon::ondemand::ensure_running(ctx)?;
+    let daemon = started || crate::daemon::ondemand::daemon_running(&ctx.data_dir);
     if no_wait || !daemon {
         let next = if daemon {
             "the daemon runs it"

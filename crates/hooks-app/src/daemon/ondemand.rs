@@ -86,7 +86,7 @@ const HOOK_ONLY_ENV: [&str; 5] = [
 /// one; the second finds the first holding `ondemand.lock` and exits at once.
 pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
     let cfg = DaemonConfig::read(&ctx.data_dir);
-    if cfg.mode != DaemonMode::OnDemand || crate::ondemand::daemon_running(&ctx.data_dir) {
+    if cfg.mode != DaemonMode::OnDemand || crate::daemon::ondemand::daemon_running(&ctx.data_dir) {
         return Ok(false);
     }
     let log_path = ctx.data_dir.join(LOG_FILE);
@@ -450,7 +450,7 @@ mod tests {
     /// reference reader here) parses, running `serve` with every argument intact.
     #[test]
     fn the_launchd_agent_is_a_valid_plist_that_runs_serve() {
-        let mut ctx = crate::context::tests_ctx();
+        let mut ctx = crate::compose::tests_ctx();
         ctx.data_dir = "/Users/ada/Library/Application Support/hooks & co".into();
         let plist = unit_text_for(&ctx, true).unwrap();
         let out = std::process::Command::new("python3")

@@ -25,11 +25,13 @@ use tokio::time::{Instant, sleep_until};
 use tracing::{error, info, warn};
 
 use crate::cli::{RunArgs, ServeArgs};
-use crate::context::Store;
-use crate::ondemand::DaemonMark;
-use crate::ondemand::mark_running;
+use crate::compose::Store;
+use self::ondemand::DaemonMark;
+use self::ondemand::mark_running;
 use crate::options::LogFormat;
-use crate::{AppError, AppResult, Context, context};
+use crate::{AppError, AppResult, Context, compose};
+
+pub mod ondemand;
 
 fn init_logging(format: LogFormat) {
     let b = tracing_subscriber::fmt()
@@ -50,8 +52,8 @@ fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, Store)> {
             ..Policy::default()
         },
         claim_ttl: time::Duration::seconds(a.claim_ttl as i64),
-        owner: context::owner_id(),
-        host: context::host_name(),
+        owner: compose::owner_id(),
+        host: compose::host_name(),
         process: hooks_meta::live::this_process(),
         prices: crate::prices::load(&ctx.data_dir)?,
     };
@@ -102,7 +104,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     }
     let (svc, store) = build(ctx, &a.run)?;
     let singleton = if a.on_demand {
-        match crate::ondemand::take_singleton(&ctx.data_dir) {
+        match self::ondemand::take_singleton(&ctx.data_dir) {
             Some(l) => Some(l),
             None => {
                 info!("another on-demand daemon serves this data folder; exiting");
@@ -150,7 +152,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
         crate::http::spawn(listener, state);
         http_url = Some((format!("http://{at}"), !opts.no_auth));
     }
-    let _registered = crate::ondemand::register(
+    let _registered = self::ondemand::register(
         &ctx.data_dir,
         a.on_demand,
         http_url.as_ref().map(|(u, _)| u.as_str()),
@@ -162,9 +164,9 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let mut lp = Loop::new(svc, store, &a.run, Mode::Serve);
     lp.metrics = Some(metrics);
     lp.alerts_dir = Some(ctx.data_dir.clone());
-    let idle = a
-        .idle_exit
-        .or(a.on_demand.then_some(crate::ondemand::DEFAULT_IDLE_EXIT));
+    let idle = a.idle_exit.or(a
+        .on_demand
+        .then_some(self::ondemand::DEFAULT_IDLE_EXIT));
     if let Some(secs) = idle {
         lp.idle = Some(Idle {
             after: Duration::from_secs(secs),
@@ -370,7 +372,7 @@ impl Loop {
             return true;
         }
         if on_demand {
-            match crate::ondemand::take_singleton(&idle.dir) {
+            match self::ondemand::take_singleton(&idle.dir) {
                 Some(l) => idle.singleton = Some(l),
                 None => {
                     info!("another on-demand daemon took over; exiting");
@@ -420,7 +422,7 @@ impl Loop {
         let svc = self.svc.clone();
         self.alerts.spawn(async move {
             let cwd = svc.session_cwd(&report.key.session_id).await.ok().flatten();
-            let page = crate::ondemand::http_url(&dir);
+            let page = self::ondemand::http_url(&dir);
             let problems = tokio::task::spawn_blocking(move || {
                 crate::alerts::send(&alerts, &report, cwd.as_deref(), page.as_deref())
             })

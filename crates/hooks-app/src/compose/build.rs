@@ -1,0 +1,392 @@
+//! The adapters built from a [`Context`]: the store behind its ports, the session meta,
+//! the runners, and the service that composes them. The only code that names them.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hooks_core::ports::{Clock, HookStore, Runner, SessionStore, StoreSignals};
+use hooks_core::service::{Config, Ports, Service};
+use hooks_meta::MetaStore;
+use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
+use hooks_runner_webhook::{WebhookConfig, WebhookRunner};
+use hooks_store_json::{JsonStore, SessionFiles};
+use hooks_store_postgres::{PgOptions, PgStore};
+
+/// Set in a follow-up's environment: its own Stop must not queue it again.
+pub use hooks_runner_claude::FOLLOW_UP_ENV;
+
+use super::choice::{RunnerChoice, StoreChoice};
+use super::clock::{StoreClock, SystemClock};
+use super::context::{Context, host_name, owner_id};
+use crate::prompts::FilePrompts;
+use crate::{AppError, AppResult};
+
+impl Context {
+    /// The store chosen (seeded on first use: a new JSON file, a new database's schema),
+    /// as the ports see it.
+    pub fn open_store(&self) -> AppResult<Store> {
+        self.open(&self.store, true)
+    }
+
+    /// An error naming the data folder when the JSON store chosen is not there yet (a
+    /// database is asked when it is opened).
+    pub fn require_store(&self) -> AppResult {
+        match &self.store {
+            StoreChoice::Json { dir, .. } if !dir.join("hooks.json").is_file() => {
+                Err(AppError::runtime(format!(
+                    "no hooks-app data in {} (run hooks-app init)",
+                    dir.display()
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The store only if it exists already: nothing is created, seeded or migrated.
+    pub fn existing_store(&self) -> AppResult<Store> {
+        self.open(&self.store, false)
+    }
+
+    /// Applies the schema migrations a database store lacks: the versions applied and the
+    /// version it is at. A JSON store has none (its file is brought up to date as written).
+    pub fn migrate_store(&self) -> AppResult<(Vec<i32>, i32)> {
+        match &self.store {
+            StoreChoice::Json { .. } => Ok((Vec::new(), 0)),
+            StoreChoice::Postgres { url, .. } => {
+                let pg = PgStore::connect(self.pg_options(url))?;
+                let applied = pg.migrate()?;
+                Ok((applied, pg.schema_version()?.0))
+            }
+        }
+    }
+
+    fn pg_options(&self, url: &str) -> PgOptions {
+        PgOptions {
+            any_host: self.any_host,
+            listen: !self.store_poll,
+            ..PgOptions::new(url, &self.host_id)
+        }
+    }
+
+    /// Opens any store; with `create`, a new one is seeded (or migrated).
+    pub fn open(&self, choice: &StoreChoice, create: bool) -> AppResult<Store> {
+        Ok(match choice {
+            StoreChoice::Json { dir, .. } => {
+                let json = Arc::new(
+                    if create {
+                        JsonStore::open(dir, SystemClock.now())?
+                    } else {
+                        JsonStore::open_existing(dir)?
+                    }
+                    .with_max_bytes(store_max_bytes()?),
+                );
+                Store {
+                    data: json.clone(),
+                    sessions: Arc::new(SessionFiles::new(dir)),
+                    signals: json,
+                    clock_offset: time::Duration::ZERO,
+                }
+            }
+            StoreChoice::Postgres { url, .. } => {
+                let pg = if create {
+                    PgStore::open(self.pg_options(url))?
+                } else {
+                    let pg = PgStore::connect(self.pg_options(url))?;
+                    let (have, _) = pg.schema_version()?;
+                    if have == 0 {
+                        return Err(AppError::runtime(format!(
+                            "{}: the database has no hooks-app tables yet: run `hooks-app store migrate`",
+                            pg.location()
+                        )));
+                    }
+                    pg
+                };
+                let pg = Arc::new(pg);
+                Store {
+                    clock_offset: pg.clock_offset(),
+                    data: pg.clone(),
+                    sessions: pg.clone(),
+                    signals: pg,
+                }
+            }
+        })
+    }
+
+    /// What this host can see of sessions, over the store's session state.
+    pub fn meta(&self, store: &Store) -> MetaStore {
+        MetaStore::new(store.sessions.clone(), &self.claude_home).with_host(host_name())
+    }
+
+    /// The claude CLI runner (also what `doctor` asks for claude's version).
+    pub fn claude_runner(&self, timeout: Duration) -> ClaudeRunner {
+        ClaudeRunner::new(RunnerConfig {
+            program: self.claude_bin.clone(),
+            timeout,
+            ..RunnerConfig::default()
+        })
+    }
+
+    /// The runner chosen, with `timeout` for one run.
+    pub fn runner(&self, timeout: Duration) -> AppResult<Arc<dyn Runner>> {
+        Ok(match &self.runner {
+            RunnerChoice::Claude => Arc::new(self.claude_runner(timeout)),
+            RunnerChoice::Webhook { url, token_file } => {
+                Arc::new(WebhookRunner::new(WebhookConfig {
+                    url: url.clone(),
+                    token: webhook_token(token_file.as_deref())?,
+                    timeout,
+                })?)
+            }
+        })
+    }
+
+    /// The core service over the real adapters.
+    pub fn service(&self, runner: Arc<dyn Runner>, config: Config) -> AppResult<(Service, Store)> {
+        let store = self.open_store()?;
+        let ports = Ports {
+            store: store.data.clone(),
+            meta: Arc::new(self.meta(&store)),
+            runner,
+            prompts: Arc::new(FilePrompts::new(&self.workspace, &self.data_dir)),
+            clock: Arc::new(StoreClock(store.clock_offset)),
+        };
+        Ok((Service::new(ports, config), store))
+    }
+
+    /// `HOOKS_STORE` for a child, when the store's URL carries a password.
+    pub fn store_secret_env(&self) -> Option<(&'static str, String)> {
+        match &self.store {
+            StoreChoice::Postgres { url, arg }
+                if !arg.starts_with('@') && hooks_store_postgres::redact(url) != *url =>
+            {
+                Some(("HOOKS_STORE", url.clone()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Refuses to write a store password where others may read it (Claude Code's settings,
+    /// a service unit): such a URL is to be given as `--store @FILE`.
+    pub fn check_store_secret(&self) -> AppResult {
+        match &self.store {
+            StoreChoice::Postgres { url, arg }
+                if !arg.starts_with('@') && hooks_store_postgres::redact(url) != *url =>
+            {
+                Err(AppError::invalid(
+                    "store: the URL carries a password, which would be written into a settings file: \
+                     put the URL in a file only you can read and pass --store @FILE",
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The store through its ports: its data, the sessions' durable state kept beside it, and
+/// what a daemon needs besides.
+#[derive(Clone)]
+pub struct Store {
+    pub data: Arc<dyn HookStore>,
+    pub sessions: Arc<dyn SessionStore>,
+    pub signals: Arc<dyn StoreSignals>,
+    /// The store's clock less this host's: a shared store's time is the one that counts.
+    pub clock_offset: time::Duration,
+}
+
+impl std::ops::Deref for Store {
+    type Target = dyn HookStore;
+    fn deref(&self) -> &Self::Target {
+        &*self.data
+    }
+}
+
+/// The largest `hooks.json` read: `HOOKS_STORE_MAX_MB` megabytes, 256 unless set.
+fn store_max_bytes() -> AppResult<u64> {
+    match std::env::var("HOOKS_STORE_MAX_MB") {
+        Err(_) => Ok(hooks_store_json::DEFAULT_MAX_STORE_BYTES),
+        Ok(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|mb| (1..=1_048_576).contains(mb))
+            .map(|mb| mb * 1024 * 1024)
+            .ok_or_else(|| {
+                AppError::invalid(format!(
+                    "HOOKS_STORE_MAX_MB: must be a whole number of megabytes from 1 to 1048576 (got {v:?})"
+                ))
+            }),
+    }
+}
+
+/// The webhook's bearer token: the file's one line, else HOOKS_RUNNER_TOKEN, else none.
+pub fn webhook_token(file: Option<&Path>) -> AppResult<Option<String>> {
+    let token = match file {
+        Some(f) => Some(
+            std::fs::read_to_string(f)
+                .map_err(|e| {
+                    AppError::invalid(format!(
+                        "runnerTokenFile: could not read {}: {e}",
+                        f.display()
+                    ))
+                })?
+                .trim()
+                .to_owned(),
+        ),
+        None => std::env::var("HOOKS_RUNNER_TOKEN")
+            .ok()
+            .filter(|t| !t.is_empty()),
+    };
+    if token
+        .as_deref()
+        .is_some_and(|t| t.is_empty() || t.contains(['\r', '\n']))
+    {
+        return Err(AppError::invalid(
+            "runnerTokenFile: the token must be one non-empty line",
+        ));
+    }
+    Ok(token)
+}
+
+/// A service for commands that run nothing.
+pub fn service(ctx: &Context) -> AppResult<(Service, Store)> {
+    let mut config = Config::new(owner_id());
+    config.prices = crate::prices::load(&ctx.data_dir)?;
+    ctx.service(ctx.runner(Duration::from_secs(1))?, config)
+}
+
+#[cfg(test)]
+pub fn tests_ctx() -> Context {
+    store_tests::ctx(StoreChoice::Json {
+        dir: "/d".into(),
+        explicit: false,
+    })
+}
+
+#[cfg(test)]
+mod runner_tests {
+    use super::*;
+
+    #[test]
+    fn the_webhook_choice_travels_to_hook_commands_and_daemons() {
+        let mut ctx = super::store_tests::ctx(StoreChoice::Json {
+            dir: "/d".into(),
+            explicit: false,
+        });
+        assert!(ctx.runner_args().is_empty());
+        ctx.runner = RunnerChoice::Webhook {
+            url: "https://backend.example/runs?team=a b".into(),
+            token_file: Some("/etc/hooks app/token".into()),
+        };
+        assert_eq!(
+            ctx.runner_args(),
+            [
+                "--runner",
+                "webhook",
+                "--runner-url",
+                "https://backend.example/runs?team=a b",
+                "--runner-token-file",
+                "/etc/hooks app/token"
+            ]
+        );
+        let cmd = ctx.self_command().unwrap();
+        assert!(
+            cmd.ends_with(
+                " --runner webhook --runner-url 'https://backend.example/runs?team=a b' --runner-token-file '/etc/hooks app/token'"
+            ),
+            "{cmd}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod store_tests {
+    use super::*;
+
+    /// A context with every default but its store.
+    pub(super) fn ctx(store: StoreChoice) -> Context {
+        Context {
+            data_dir: "/d".into(),
+            data_dir_explicit: false,
+            workspace: "/w".into(),
+            here: "/w".into(),
+            claude_home: "/c".into(),
+            claude_bin: "claude".into(),
+            done_marker: "DONE".into(),
+            runner: RunnerChoice::Claude,
+            store,
+            host_id: "h".into(),
+            host_id_explicit: false,
+            any_host: false,
+            store_poll: false,
+        }
+    }
+
+    #[test]
+    fn store_urls_are_read_and_bad_ones_named() {
+        assert_eq!(
+            StoreChoice::parse("json:/srv/hooks").unwrap(),
+            StoreChoice::Json {
+                dir: "/srv/hooks".into(),
+                explicit: true
+            }
+        );
+        let pg = StoreChoice::parse("postgresql://u@db:5432/hooks?sslmode=require").unwrap();
+        assert!(matches!(pg, StoreChoice::Postgres { .. }));
+        for bad in ["json:", "mysql://x", "hooks.json", "@/nonexistent/file"] {
+            let e = StoreChoice::parse(bad).unwrap_err().message;
+            assert!(
+                e.starts_with("store: must be json:DIR, a postgres:// URL"),
+                "{bad}: {e}"
+            );
+        }
+        let e = StoreChoice::parse("redis://u:secret@x")
+            .unwrap_err()
+            .message;
+        assert!(!e.contains("secret"), "a password is never echoed: {e}");
+    }
+
+    #[test]
+    fn a_store_travels_to_children_but_a_password_only_by_file_or_environment() {
+        let mut c = ctx(StoreChoice::parse("postgres://app@db/hooks").unwrap());
+        c.host_id_explicit = true;
+        c.any_host = true;
+        assert_eq!(
+            c.child_args(),
+            [
+                "--store",
+                "postgres://app@db/hooks",
+                "--host-id",
+                "h",
+                "--any-host"
+            ]
+        );
+        assert!(
+            c.self_command()
+                .unwrap()
+                .contains(" --store postgres://app@db/hooks")
+        );
+        assert_eq!(c.store_secret_env(), None);
+
+        let c = ctx(StoreChoice::parse("postgres://app:s3cret@db/hooks").unwrap());
+        assert!(c.child_args().is_empty(), "not on a command line");
+        assert_eq!(
+            c.store_secret_env(),
+            Some(("HOOKS_STORE", "postgres://app:s3cret@db/hooks".to_owned()))
+        );
+        let e = c.self_command().unwrap_err().message;
+        assert!(
+            e.starts_with("store: the URL carries a password") && e.contains("--store @FILE"),
+            "{e}"
+        );
+
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("url");
+        std::fs::write(&f, "postgres://app:s3cret@db/hooks\n").unwrap();
+        let arg = format!("@{}", f.display());
+        let c = ctx(StoreChoice::parse(&arg).unwrap());
+        assert_eq!(c.child_args(), ["--store", arg.as_str()]);
+        assert!(c.self_command().is_ok());
+        assert_eq!(c.store.describe(), "postgres://app:***@db/hooks");
+    }
+}

@@ -1,0 +1,79 @@
+//! The adapters chosen on the command line: the store (`--store`) and the runner
+//! (`--runner`), with what each needs.
+
+use std::path::{Path, PathBuf};
+
+use crate::fsutil::absolute;
+use crate::{AppError, AppResult};
+
+/// The store adapter chosen, with what it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreChoice {
+    /// The JSON file store in a folder; `explicit` when chosen by `--store json:DIR`.
+    Json { dir: PathBuf, explicit: bool },
+    /// PostgreSQL; `arg` is the option as given (the URL, or `@FILE` holding it).
+    Postgres { url: String, arg: String },
+}
+
+impl StoreChoice {
+    /// Reads `--store`: `json:DIR`, a `postgres://` URL, or `@FILE` holding either.
+    pub fn parse(arg: &str) -> AppResult<Self> {
+        let rule = "must be json:DIR, a postgres:// URL, or @FILE holding one";
+        let text = match arg.strip_prefix('@') {
+            Some(file) => {
+                let text = std::fs::read_to_string(file).map_err(|e| {
+                    AppError::invalid(format!("store: {rule}: could not read {file}: {e}"))
+                })?;
+                let line = text.trim().to_owned();
+                if line.is_empty() || line.contains('\n') || line.starts_with('@') {
+                    return Err(AppError::invalid(format!(
+                        "store: {rule}: {file} must hold one line, a store URL"
+                    )));
+                }
+                line
+            }
+            None => arg.trim().to_owned(),
+        };
+        if let Some(dir) = text.strip_prefix("json:") {
+            if dir.is_empty() {
+                return Err(AppError::invalid(format!(
+                    "store: {rule} (json: needs a folder)"
+                )));
+            }
+            return Ok(StoreChoice::Json {
+                dir: absolute(Path::new(dir))?,
+                explicit: true,
+            });
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(StoreChoice::Postgres {
+                url: text,
+                arg: arg.trim().to_owned(),
+            });
+        }
+        Err(AppError::invalid(format!(
+            "store: {rule} (got {:?})",
+            hooks_store_postgres::redact(&text)
+        )))
+    }
+
+    /// The store for people: a folder, or the URL without its password.
+    pub fn describe(&self) -> String {
+        match self {
+            StoreChoice::Json { dir, .. } => format!("json:{}", dir.display()),
+            StoreChoice::Postgres { url, .. } => hooks_store_postgres::redact(url),
+        }
+    }
+}
+
+/// The runner adapter chosen, with what it needs.
+#[derive(Debug, Clone)]
+pub enum RunnerChoice {
+    Claude,
+    Webhook {
+        url: String,
+        /// The file holding the token; without one, HOOKS_RUNNER_TOKEN (read when the
+        /// runner is made, so a command that runs nothing never needs it).
+        token_file: Option<PathBuf>,
+    },
+}

@@ -1,0 +1,238 @@
+//! Where things are, resolved once from flags, environment and defaults.
+
+use std::path::{Path, PathBuf};
+
+use super::choice::{RunnerChoice, StoreChoice};
+use crate::cli::Global;
+use crate::fsutil::shell_quote;
+use crate::fsutil::write_private;
+use crate::fsutil::{absolute, home};
+use crate::{AppError, AppResult};
+
+/// The resolved paths.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub data_dir: PathBuf,
+    /// Whether the data folder was chosen by flag or variable (and must be passed on to
+    /// the hook command that `install` writes).
+    pub data_dir_explicit: bool,
+    /// Where prompt files are found after the conversation's own project (and where no
+    /// approval is needed): `--workspace`, else the one `init` or `install` recorded, else
+    /// the current folder.
+    pub workspace: PathBuf,
+    /// `--workspace`, else the current folder: the project `install --scope project|local`
+    /// edits, and the workspace `init` and `install` record.
+    pub here: PathBuf,
+    pub claude_home: PathBuf,
+    pub claude_bin: PathBuf,
+    /// The last line that marks a conversation as done.
+    pub done_marker: String,
+    /// What resumes conversations.
+    pub runner: RunnerChoice,
+    /// Where hooks, the queue and session state live.
+    pub store: StoreChoice,
+    /// This host's id in a shared store.
+    pub host_id: String,
+    pub host_id_explicit: bool,
+    /// Fire entries queued on any host.
+    pub any_host: bool,
+    /// Poll the store rather than listen for its changes.
+    pub store_poll: bool,
+}
+
+impl Context {
+    pub fn resolve(g: &Global) -> AppResult<Self> {
+        let data_dir_explicit = g.data_dir.is_some();
+        let data_dir = match &g.data_dir {
+            Some(d) => absolute(d)?,
+            None => match std::env::var_os("XDG_DATA_HOME").filter(|x| !x.is_empty()) {
+                Some(x) => PathBuf::from(x).join("hooks-app"),
+                None => home()?.join(".local/share/hooks-app"),
+            },
+        };
+        let here = match &g.workspace {
+            Some(w) => absolute(w)?,
+            None => std::env::current_dir()
+                .map_err(|e| AppError::runtime(format!("current directory: {e}")))?,
+        };
+        let workspace = match &g.workspace {
+            Some(_) => here.clone(),
+            None => recorded_workspace(&data_dir).unwrap_or_else(|| here.clone()),
+        };
+        let claude_home = match g.claude_home.as_ref().filter(|p| !p.as_os_str().is_empty()) {
+            Some(c) => absolute(c)?,
+            None => home()?.join(".claude"),
+        };
+        let claude_bin = g
+            .claude_bin
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("claude"));
+        let done_marker = hooks_core::validate_marker(&g.done_marker)?;
+        let runner = match g.runner {
+            crate::options::RunnerKind::Claude => RunnerChoice::Claude,
+            crate::options::RunnerKind::Webhook => {
+                let url = g.runner_url.clone().ok_or_else(|| {
+                    AppError::invalid(
+                        "runnerUrl: --runner webhook needs --runner-url URL (or HOOKS_RUNNER_URL)",
+                    )
+                })?;
+                let token_file = g.runner_token_file.as_deref().map(absolute).transpose()?;
+                RunnerChoice::Webhook { url, token_file }
+            }
+        };
+        let store = match g.store.as_deref().filter(|s| !s.trim().is_empty()) {
+            Some(arg) => StoreChoice::parse(arg)?,
+            None => StoreChoice::Json {
+                dir: data_dir.clone(),
+                explicit: false,
+            },
+        };
+        let host_id = match g.host_id.as_deref().map(str::trim) {
+            Some(h) if !h.is_empty() => {
+                if h.len() > 253 || h.chars().any(|c| c.is_control() || c.is_whitespace()) {
+                    return Err(AppError::invalid(format!(
+                        "hostId: must be up to 253 characters without spaces (got {h:?})"
+                    )));
+                }
+                h.to_owned()
+            }
+            _ => host_name(),
+        };
+        Ok(Self {
+            data_dir,
+            data_dir_explicit,
+            workspace,
+            here,
+            claude_home,
+            claude_bin,
+            done_marker,
+            runner,
+            store,
+            host_id_explicit: g.host_id.as_deref().is_some_and(|h| !h.trim().is_empty()),
+            host_id,
+            any_host: g.any_host,
+            store_poll: g.store_poll,
+        })
+    }
+
+    /// The options that pass this context's choices on to another hooks-app: the runner,
+    /// and the store where it was chosen (a URL with a password only by its file).
+    pub fn child_args(&self) -> Vec<String> {
+        let mut a = self.runner_args();
+        match &self.store {
+            StoreChoice::Json {
+                explicit: false, ..
+            } => {}
+            StoreChoice::Json { dir, .. } => {
+                a.push("--store".into());
+                a.push(format!("json:{}", dir.display()));
+            }
+            // A URL with a password is passed on by the environment only.
+            StoreChoice::Postgres { arg, url } => {
+                if arg.starts_with('@') || hooks_store_postgres::redact(url) == *url {
+                    a.push("--store".into());
+                    a.push(arg.clone());
+                }
+            }
+        }
+        if self.host_id_explicit {
+            a.push("--host-id".into());
+            a.push(self.host_id.clone());
+        }
+        if self.any_host {
+            a.push("--any-host".into());
+        }
+        if self.store_poll {
+            a.push("--store-poll".into());
+        }
+        a
+    }
+
+    /// The runner options that pass this choice on to another hooks-app: the token only
+    /// by its file (or by HOOKS_RUNNER_TOKEN, in the environment a child inherits).
+    pub fn runner_args(&self) -> Vec<String> {
+        match &self.runner {
+            RunnerChoice::Claude => Vec::new(),
+            RunnerChoice::Webhook {
+                url, token_file, ..
+            } => {
+                let mut a = vec![
+                    "--runner".to_owned(),
+                    "webhook".to_owned(),
+                    "--runner-url".to_owned(),
+                    url.clone(),
+                ];
+                if let Some(f) = token_file {
+                    a.push("--runner-token-file".to_owned());
+                    a.push(f.to_string_lossy().into_owned());
+                }
+                a
+            }
+        }
+    }
+
+    /// The shell-quoted absolute path of this binary, as hook commands name it.
+    pub fn self_command(&self) -> AppResult<String> {
+        let exe = std::env::current_exe()
+            .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
+        let mut cmd = shell_quote(&exe.to_string_lossy());
+        if self.data_dir_explicit {
+            cmd.push_str(" --data-dir ");
+            cmd.push_str(&shell_quote(&self.data_dir.to_string_lossy()));
+        }
+        if self.done_marker != hooks_core::DONE_MARKER {
+            cmd.push_str(" --done-marker ");
+            cmd.push_str(&shell_quote(&self.done_marker));
+        }
+        self.check_store_secret()?;
+        for a in self.child_args() {
+            cmd.push(' ');
+            cmd.push_str(&shell_quote(&a));
+        }
+        Ok(cmd)
+    }
+}
+
+/// The file that records the workspace `init` or `install` was run for.
+pub const WORKSPACE_FILE: &str = "workspace.json";
+
+/// The workspace recorded in the data folder, if any.
+pub fn recorded_workspace(data_dir: &Path) -> Option<PathBuf> {
+    let bytes = hooks_platform::read_regular(
+        &data_dir.join(WORKSPACE_FILE),
+        hooks_platform::ReadLimit::bytes(64 * 1024),
+    )
+    .ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let p = PathBuf::from(v.get("workspace")?.as_str()?);
+    p.is_absolute().then_some(p)
+}
+
+/// Records `here` as the workspace every later command and daemon of this data folder
+/// uses (unless given `--workspace`): a daemon started from some project's conversation
+/// must not take that project for the user's own folder.
+pub fn record_workspace(ctx: &mut Context) -> AppResult {
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "workspace": ctx.here.to_string_lossy(),
+    }))
+    .unwrap_or_default();
+    write_private(&ctx.data_dir.join(WORKSPACE_FILE), &format!("{text}\n"))?;
+    ctx.workspace = ctx.here.clone();
+    Ok(())
+}
+
+/// This host's name, as leases and claim owners carry it.
+pub fn host_name() -> String {
+    // Read once: the hook's path asks for it more than once (the host id, the lease host).
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| hooks_platform::process::hostname().unwrap_or_else(|| "host".into()))
+        .clone()
+}
+
+/// A claim owner unique to this process: host, pid and a nonce.
+pub fn owner_id() -> String {
+    let nonce = time::OffsetDateTime::now_utc().unix_timestamp_nanos() % 1_000_000_000;
+    format!("{}:{}:{nonce}", host_name(), std::process::id())
+}
+
+pub use crate::blocking::block_on;
