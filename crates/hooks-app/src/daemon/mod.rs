@@ -24,10 +24,10 @@ use tokio::task::JoinSet;
 use tokio::time::{Instant, sleep_until};
 use tracing::{error, info, warn};
 
-use crate::cli::{RunArgs, ServeArgs};
-use crate::compose::Store;
 use self::ondemand::DaemonMark;
 use self::ondemand::mark_running;
+use crate::cli::{RunArgs, ServeArgs};
+use crate::compose::Store;
 use crate::options::LogFormat;
 use crate::{AppError, AppResult, Context, compose};
 
@@ -164,9 +164,9 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let mut lp = Loop::new(svc, store, &a.run, Mode::Serve);
     lp.metrics = Some(metrics);
     lp.alerts_dir = Some(ctx.data_dir.clone());
-    let idle = a.idle_exit.or(a
-        .on_demand
-        .then_some(self::ondemand::DEFAULT_IDLE_EXIT));
+    let idle = a
+        .idle_exit
+        .or(a.on_demand.then_some(self::ondemand::DEFAULT_IDLE_EXIT));
     if let Some(secs) = idle {
         lp.idle = Some(Idle {
             after: Duration::from_secs(secs),

@@ -232,23 +232,12 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
     });
 }
 
-fn cookie<'a>(req: &'a Request<Incoming>, name: &str) -> Option<&'a str> {
-    req.headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-}
-
 fn authenticate(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
     let caller = authenticate_inner(state, req);
     // A session's cookie has its lifetime renewed on each use.
     if matches!(caller, Some(Caller::Page { .. }))
-        && let Some(c) = cookie(req, &state.cookie_name())
-        && let Some(s) = lock(&state.sessions).get_mut(c)
+        && let Some(c) = state::cookie_value(req.headers(), &state.cookie_name())
+        && let Some(s) = lock(&state.sessions).get_mut(&c)
     {
         s.expires = std::time::Instant::now() + SESSION_TTL;
     }
@@ -268,7 +257,7 @@ fn authenticate_inner(state: &HttpState, req: &Request<Incoming>) -> Option<Call
     {
         return Some(Caller::Token);
     }
-    let c = cookie(req, &state.cookie_name())?;
+    let c = state::cookie_value(req.headers(), &state.cookie_name())?;
     let mut sessions = lock(&state.sessions);
     let now = std::time::Instant::now();
     sessions.retain(|_, s| s.expires > now);
@@ -282,15 +271,17 @@ fn authenticate_inner(state: &HttpState, req: &Request<Incoming>) -> Option<Call
 
 /// `Set-Cookie` for a session: its lifetime, or (`None`) its end.
 fn session_cookie(state: &HttpState, id: Option<&str>) -> Option<HeaderValue> {
-    let name = state.cookie_name();
-    let v = match id {
-        Some(id) => format!(
-            "{name}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}",
-            SESSION_TTL.as_secs()
-        ),
-        None => format!("{name}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"),
+    let age = match id {
+        Some(_) => cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64),
+        None => cookie::time::Duration::ZERO,
     };
-    HeaderValue::from_str(&v).ok()
+    let c = cookie::Cookie::build((state.cookie_name(), id.unwrap_or("").to_owned()))
+        .http_only(true)
+        .same_site(cookie::SameSite::Strict)
+        .path("/")
+        .max_age(age)
+        .build();
+    HeaderValue::from_str(&c.to_string()).ok()
 }
 
 /// A state-changing request from the page must carry its CSRF token (header or form field)
@@ -330,16 +321,7 @@ fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
 }
 
 fn query(req: &Request<Incoming>) -> Vec<(String, String)> {
-    req.uri()
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (page::url_decode(k), page::url_decode(v))
-        })
-        .collect()
+    state::form_fields(req.uri().query().unwrap_or("").as_bytes())
 }
 
 async fn handle(
@@ -496,7 +478,7 @@ async fn route(
     let s = state;
     match (method, seg.as_slice()) {
         (Method::GET, []) => {
-            let id = cookie(&req, &s.cookie_name()).map(str::to_owned);
+            let id = state::cookie_value(req.headers(), &s.cookie_name());
             let mut r = page::page(s, &caller, &query(&req), None).await?;
             // The browser's copy of the cookie is renewed with the server's.
             if matches!(caller, Caller::Page { .. })
@@ -766,14 +748,13 @@ async fn logout(
     let Caller::Page { csrf } = caller else {
         return ApiError::not_found("path", "logging out is for the page").response();
     };
-    let id = cookie(&req, &state.cookie_name()).map(str::to_owned);
+    let id = state::cookie_value(req.headers(), &state.cookie_name());
     let origin = origin_ok(&req);
     let form = read_body(req).await.unwrap_or_default();
-    let given = String::from_utf8_lossy(&form)
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == "csrf")
-        .map(|(_, v)| page::url_decode(v));
+    let given = state::form_fields(&form)
+        .into_iter()
+        .find(|(k, _)| k == "csrf")
+        .map(|(_, v)| v);
     if !origin || !given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
@@ -1025,5 +1006,160 @@ fn skip_label(why: &hooks_core::decide::SkipReason) -> &'static str {
         R::AlreadyPending => "already_pending",
         R::HookDeleted => "hook_deleted",
         R::NotItsError(_) => "not_its_error",
+    }
+}
+
+/// The hand-kept OpenAPI document checked against the code it describes: its paths and
+/// methods against the router's, its schemas against the `--json` shapes and the fields a
+/// hook takes. A route, a method or a field added without its description fails here.
+#[cfg(test)]
+mod openapi_tests {
+    use std::collections::BTreeSet;
+
+    use hooks_core::stamp::parse;
+    use hooks_core::*;
+    use serde_json::Value;
+
+    use super::{HOOK_FIELDS, allowed, segments};
+
+    fn doc() -> Value {
+        serde_json::from_str(super::page::OPENAPI).expect("the document is JSON")
+    }
+
+    fn properties(schema: &str) -> BTreeSet<String> {
+        doc()["components"]["schemas"][schema]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("schema {schema} has properties"))
+            .keys()
+            .cloned()
+            .collect()
+    }
+
+    /// The keys a shape prints, every optional one included.
+    fn keys(v: &Value) -> BTreeSet<String> {
+        v.as_object().expect("an object").keys().cloned().collect()
+    }
+
+    fn undocumented(schema: &str, v: &Value) -> Vec<String> {
+        keys(v).difference(&properties(schema)).cloned().collect()
+    }
+
+    #[test]
+    fn every_documented_path_has_exactly_the_routers_methods_and_back() {
+        let d = doc();
+        let paths = d["paths"].as_object().unwrap();
+        for (path, item) in paths {
+            let mut doc_methods: Vec<String> = item
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|m| ["get", "post", "put", "patch", "delete"].contains(&m.as_str()))
+                .map(|m| m.to_uppercase())
+                .collect();
+            doc_methods.sort();
+            let concrete = path.replace("{id}", "x");
+            let mut served: Vec<String> = allowed(&segments(&concrete))
+                .into_iter()
+                .map(str::to_owned)
+                .collect();
+            served.sort();
+            assert_eq!(doc_methods, served, "{path}");
+        }
+        // Every route of the API the router serves is documented.
+        for sample in [
+            "/api/v1/healthz",
+            "/api/v1/openapi.json",
+            "/api/v1/pending",
+            "/api/v1/runs",
+            "/api/v1/version",
+            "/api/v1/hooks",
+            "/api/v1/hooks/x",
+            "/api/v1/hooks/x/enable",
+            "/api/v1/hooks/x/disable",
+            "/api/v1/hooks/x/run",
+            "/api/v1/sessions/x",
+            "/api/v1/events",
+            "/api/v1/pause",
+            "/metrics",
+        ] {
+            assert!(!allowed(&segments(sample)).is_empty(), "{sample} is routed");
+            let templated = sample.replace("/x", "/{id}");
+            assert!(paths.contains_key(&templated), "{templated} is documented");
+        }
+    }
+
+    #[test]
+    fn the_schemas_hold_every_field_the_shapes_print_and_a_hook_takes() {
+        let t = |s: &str| parse(s).unwrap();
+        let mut spec = HookSpec::continue_after_limit();
+        spec.max_cost = CostCap::from_usd(0.5).unwrap();
+        spec.max_lateness = MaxLateness::from_seconds(3600).unwrap();
+        let mut hook = spec.into_hook(continue_after_limit_id(), t("2026-12-01T00:00:00+0000"));
+        hook.last_status = Some(Status::Ok);
+        assert_eq!(
+            undocumented("Hook", &crate::shapes::hook(&hook)),
+            Vec::<String>::new()
+        );
+        let entry = PendingEntry {
+            hook_id: continue_after_limit_id(),
+            session_id: SessionId::parse("s1").unwrap(),
+            due_at: DueAt::At(t("2026-12-01T01:00:00+0000")),
+            queued_at: Some(t("2026-12-01T00:00:00+0000")),
+            retries: 1,
+            claim: Some(Claim {
+                owner: "me".into(),
+                expires_at: t("2026-12-01T02:00:00+0000"),
+            }),
+            waiting: Some(Waiting {
+                reason: "conversation open in claude".into(),
+                since: t("2026-12-01T00:30:00+0000"),
+                open: true,
+            }),
+            error: Some(FailureKind::RateLimit),
+        };
+        assert_eq!(
+            undocumented("Pending", &crate::shapes::pending(&entry)),
+            Vec::<String>::new()
+        );
+        let run = RunRecord {
+            run_id: Some("me#1".into()),
+            hook_id: post_task_id(),
+            session_id: SessionId::parse("s1").unwrap(),
+            owner: Some("me".into()),
+            process: Some(ProcessRef { pid: 42, start: 7 }),
+            started_at: t("2026-12-01T00:00:00+0000"),
+            finished_at: Some(t("2026-12-01T00:01:00+0000")),
+            outcome: RunOutcome {
+                status: Some(Status::Ok),
+                exit_code: Some(0),
+                completed: Some(true),
+                num_turns: Some(1),
+                cost_usd: Some(0.01),
+                usage: Some(Usage::default()),
+                duration_ms: Some(900),
+                session_id: Some("s1".into()),
+                result_text: Some("COMPLETED".into()),
+                api_error_status: None,
+            },
+            estimated_cost_usd: Some(0.02),
+            model: Some("claude-x".into()),
+        };
+        assert_eq!(
+            undocumented("Run", &crate::shapes::run(&run)),
+            Vec::<String>::new()
+        );
+        let pause = Pause {
+            since: t("2026-12-01T00:00:00+0000"),
+            until: Some(t("2026-12-01T01:00:00+0000")),
+            by: "me@here".into(),
+        };
+        assert_eq!(
+            undocumented("Pause", &crate::shapes::pause(Some(&pause))),
+            Vec::<String>::new()
+        );
+        // What a hook takes, in the API and in the document alike.
+        let fields: BTreeSet<String> = HOOK_FIELDS.iter().map(|f| (*f).to_owned()).collect();
+        assert_eq!(properties("HookSpec"), fields);
+        assert_eq!(properties("HookPatch"), fields);
     }
 }

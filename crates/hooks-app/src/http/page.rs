@@ -21,34 +21,6 @@ use crate::output::count;
 /// The API's description (OpenAPI 3.0).
 pub const OPENAPI: &str = include_str!("openapi.json");
 
-/// `%xx` and `+` decoded; invalid sequences kept as they are.
-pub fn url_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'+' => out.push(b' '),
-            b'%' if i + 3 <= b.len() => {
-                match std::str::from_utf8(&b[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                    .ok_or(())
-                {
-                    Ok(v) => {
-                        out.push(v);
-                        i += 2;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1100px;padding:12px;color:#1b1f24}\
 h1{font-size:1.3em;margin:.2em 0}h2{font-size:1.1em;margin:1.4em 0 .4em}\
 table{border-collapse:collapse;width:100%;font-size:.92em}td,th{text-align:left;padding:4px 6px;border-bottom:1px solid #e3e6ea;vertical-align:top}\
@@ -581,14 +553,7 @@ pub async fn form(
         (fields_ok, req)
     };
     let bytes = super::state::read_body(req).await?;
-    let fields: Vec<(String, String)> = String::from_utf8_lossy(&bytes)
-        .split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (url_decode(k), url_decode(v))
-        })
-        .collect();
+    let fields = super::state::form_fields(&bytes);
     let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.as_str());
     if !headers_ok
         || !get("csrf").is_some_and(|t| super::state::same(t.as_bytes(), csrf.as_bytes()))

@@ -321,3 +321,51 @@ pub async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
         Ok(Ok(c)) => Ok(c.to_bytes()),
     }
 }
+
+/// The fields of an `application/x-www-form-urlencoded` text (a query, or a form's body),
+/// decoded by `form_urlencoded` (invalid `%` sequences kept as they are).
+pub fn form_fields(text: &[u8]) -> Vec<(String, String)> {
+    form_urlencoded::parse(text).into_owned().collect()
+}
+
+/// The value of cookie `name` among a request's `Cookie` headers, by the `cookie` crate.
+pub fn cookie_value(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(hyper::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(cookie::Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|c| c.name() == name)
+        .map(|c| c.value().to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_queries_and_cookies_are_read_by_their_libraries() {
+        assert_eq!(
+            form_fields(b"name=Tidy+up&promptFile=.claude%2Fagents%2Fhooks%2Fx.md&bad=%zz&flag"),
+            [
+                ("name".to_owned(), "Tidy up".to_owned()),
+                (
+                    "promptFile".to_owned(),
+                    ".claude/agents/hooks/x.md".to_owned()
+                ),
+                ("bad".to_owned(), "%zz".to_owned()),
+                ("flag".to_owned(), String::new()),
+            ]
+        );
+        let mut h = hyper::HeaderMap::new();
+        h.append(
+            hyper::header::COOKIE,
+            "a=1; hooks_app_8080=abc".parse().unwrap(),
+        );
+        h.append(hyper::header::COOKIE, "other=2".parse().unwrap());
+        assert_eq!(cookie_value(&h, "hooks_app_8080").as_deref(), Some("abc"));
+        assert_eq!(cookie_value(&h, "other").as_deref(), Some("2"));
+        assert_eq!(cookie_value(&h, "hooks_app_9090"), None);
+    }
+}
