@@ -241,3 +241,30 @@ fn a_follow_up_that_hits_a_usage_limit_waits_for_the_reset_and_then_runs() {
     assert_eq!(app.last_status("post-task"), "ok");
     assert!(app.pending().is_empty());
 }
+
+#[test]
+fn doctor_says_when_an_older_install_lacks_the_stop_failure_entry() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    // As an install from before the failure event left it: no StopFailure entry.
+    let path = app.env.claude_home().join("settings.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    v["hooks"]
+        .as_object_mut()
+        .unwrap()
+        .shift_remove("StopFailure");
+    std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+    let said = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        said.contains("no StopFailure entry") && said.contains("hooks-app install (again"),
+        "{said}"
+    );
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    let said = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        said.contains("StopFailure installed for continue-after-limit"),
+        "{said}"
+    );
+}

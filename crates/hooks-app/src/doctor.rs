@@ -423,6 +423,36 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         },
     });
 
+    // A conversation-failed hook hears of nothing without Claude Code's StopFailure entry,
+    // which an install from before that event did not add.
+    if let Ok(s) = &snapshot {
+        let failed: Vec<&str> = s
+            .hooks
+            .iter()
+            .filter(|h| h.enabled && h.event == hooks_core::Event::ConversationFailed)
+            .map(|h| h.id.as_str())
+            .collect();
+        let installed = install::installed_in(ctx);
+        if !failed.is_empty() && !installed.is_empty() {
+            let has = installed
+                .iter()
+                .any(|(_, ev)| ev.iter().any(|e| e == "StopFailure"));
+            checks.push(Check {
+                name: "failure hook",
+                ok: true,
+                detail: if has {
+                    format!("StopFailure installed for {}", failed.join(", "))
+                } else {
+                    format!(
+                        "{} follow failed conversations up, but no StopFailure entry tells them of one",
+                        failed.join(", ")
+                    )
+                },
+                fix: (!has).then(|| "hooks-app install (again: it adds the StopFailure entry)".into()),
+            });
+        }
+    }
+
     // Prices: a bad prices.json stops every capped hook, so it is a problem, not a warning.
     let prices_path = ctx.data_dir.join(crate::prices::PRICES_FILE);
     let prices = crate::prices::load(&ctx.data_dir);
