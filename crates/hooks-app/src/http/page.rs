@@ -540,18 +540,7 @@ pub async fn form(
             "the page's forms are for the page",
         ));
     };
-    let (headers_ok, req) = {
-        let fields_ok = req.headers().get(header::ORIGIN).is_none_or(|o| {
-            let host = req
-                .headers()
-                .get(header::HOST)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            o.to_str()
-                .is_ok_and(|o| o == format!("http://{host}") || o == format!("https://{host}"))
-        });
-        (fields_ok, req)
-    };
+    let headers_ok = super::state::origin_ok(&req);
     let bytes = super::state::read_body(req).await?;
     let fields = super::state::form_fields(&bytes);
     let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.as_str());

@@ -340,6 +340,20 @@ pub fn cookie_value(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
         .map(|c| c.value().to_owned())
 }
 
+/// No `Origin`, or this server's own.
+pub fn origin_ok(req: &hyper::Request<hyper::body::Incoming>) -> bool {
+    let host = req
+        .headers()
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    // An `Origin` that is not text is no origin of ours.
+    req.headers().get(hyper::header::ORIGIN).is_none_or(|o| {
+        o.to_str()
+            .is_ok_and(|o| o == format!("http://{host}") || o == format!("https://{host}"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

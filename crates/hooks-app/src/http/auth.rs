@@ -1,0 +1,260 @@
+//! Who may call: the API token (`<data-dir>/http.token`), one-time logins and the page's
+//! session cookie with its CSRF token, and the checks of a request's origin.
+
+use std::path::Path;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Request, Response, StatusCode};
+use tracing::warn;
+
+use crate::AppError;
+
+use super::fields::query;
+use super::page;
+use super::state::*;
+
+/// The variable an installed `http` hook takes the token from.
+pub const TOKEN_ENV: &str = "HOOKS_APP_HTTP_TOKEN";
+
+/// The file holding the API token.
+pub const TOKEN_FILE: &str = "http.token";
+
+/// Where one-time login tokens wait to be used.
+pub const LOGIN_DIR: &str = "http-logins";
+
+/// How long a one-time login token lasts.
+pub const LOGIN_TTL_SECS: u64 = 300;
+
+/// The header an `http` hook carries the follow-up guard in.
+pub const FOLLOW_UP_HEADER: &str = "x-hooks-app-follow-up";
+
+/// Random bytes as hex, from the kernel.
+pub fn random_hex(bytes: usize) -> Result<String, AppError> {
+    use std::io::Read;
+    let mut b = vec![0u8; bytes];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .map_err(|e| AppError::runtime(format!("could not read /dev/urandom: {e}")))?;
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect())
+}
+
+/// The API token, made (0600) when there is none yet.
+pub fn token(data_dir: &Path) -> Result<String, AppError> {
+    let p = data_dir.join(TOKEN_FILE);
+    match std::fs::read_to_string(&p) {
+        Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(AppError::runtime(format!(
+                "could not read {}: {e}",
+                p.display()
+            )));
+        }
+    }
+    let t = random_hex(32)?;
+    crate::fsutil::write_private(&p, &format!("{t}\n"))?;
+    Ok(t)
+}
+
+/// A token as it is kept at rest: its SHA-256, so a file name or a copy of the folder
+/// gives nobody a login.
+pub fn token_hash(t: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(t.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A one-time login token for the page, good for [`LOGIN_TTL_SECS`]. Only its hash is
+/// written down.
+pub fn one_time_login(data_dir: &Path) -> Result<String, AppError> {
+    let dir = data_dir.join(LOGIN_DIR);
+    let t = random_hex(24)?;
+    let until = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+        + LOGIN_TTL_SECS;
+    crate::fsutil::write_private(&dir.join(token_hash(&t)), &format!("{until}\n"))?;
+    Ok(t)
+}
+
+/// Takes a one-time login token: true once, if it exists and has not expired.
+pub fn use_login(dir: &Path, t: &str) -> bool {
+    if t.is_empty() || t.len() > 128 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return false;
+    }
+    let p = dir.join(token_hash(t));
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        return false;
+    };
+    // Whoever removes it used it: two requests with one token, one login.
+    if std::fs::remove_file(&p).is_err() {
+        return false;
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(u64::MAX);
+    text.trim().parse::<u64>().is_ok_and(|until| now <= until)
+}
+
+pub fn authenticate(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
+    let caller = authenticate_inner(state, req);
+    // A session's cookie has its lifetime renewed on each use.
+    if matches!(caller, Some(Caller::Page { .. }))
+        && let Some(c) = super::state::cookie_value(req.headers(), &state.cookie_name())
+        && let Some(s) = lock(&state.sessions).get_mut(&c)
+    {
+        s.expires = std::time::Instant::now() + SESSION_TTL;
+    }
+    caller
+}
+
+pub fn authenticate_inner(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
+    let Some(token) = &state.token else {
+        return Some(Caller::Token);
+    };
+    if let Some(v) = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        && let Some(given) = v.strip_prefix("Bearer ")
+        && same(given.trim().as_bytes(), token.as_bytes())
+    {
+        return Some(Caller::Token);
+    }
+    let c = super::state::cookie_value(req.headers(), &state.cookie_name())?;
+    let mut sessions = lock(&state.sessions);
+    let now = std::time::Instant::now();
+    sessions.retain(|_, s| s.expires > now);
+    sessions
+        .iter()
+        .find(|(k, _)| same(k.as_bytes(), c.as_bytes()))
+        .map(|(_, s)| Caller::Page {
+            csrf: s.csrf.clone(),
+        })
+}
+
+/// `Set-Cookie` for a session: its lifetime, or (`None`) its end.
+pub fn session_cookie(state: &HttpState, id: Option<&str>) -> Option<HeaderValue> {
+    let age = match id {
+        Some(_) => cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64),
+        None => cookie::time::Duration::ZERO,
+    };
+    let c = cookie::Cookie::build((state.cookie_name(), id.unwrap_or("").to_owned()))
+        .http_only(true)
+        .same_site(cookie::SameSite::Strict)
+        .path("/")
+        .max_age(age)
+        .build();
+    HeaderValue::from_str(&c.to_string()).ok()
+}
+
+/// A state-changing request from the page must carry its CSRF token (header or form field)
+/// and come from the page's own origin.
+pub fn csrf_ok(req: &Request<Incoming>, csrf: &str, form_token: Option<&str>) -> bool {
+    let given = req
+        .headers()
+        .get("x-csrf-token")
+        .and_then(|v| v.to_str().ok())
+        .or(form_token);
+    given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) && origin_ok(req)
+}
+
+pub fn login(state: &HttpState, req: &Request<Incoming>) -> Response<Full<Bytes>> {
+    let q = query(req);
+    let t = q
+        .iter()
+        .find(|(k, _)| k == "token")
+        .map_or("", |(_, v)| v.as_str());
+    if !use_login(&state.ctx.data_dir.join(LOGIN_DIR), t) {
+        warn!("a login with an unknown or used token was refused");
+        return respond(
+            StatusCode::UNAUTHORIZED,
+            "text/html; charset=utf-8",
+            page::message_page(
+                "This login link is unknown, used or expired. Run `hooks-app open` for a new one.",
+            ),
+        );
+    }
+    let (Ok(id), Ok(csrf)) = (random_hex(32), random_hex(16)) else {
+        return respond(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            "no randomness",
+        );
+    };
+    {
+        let mut sessions = lock(&state.sessions);
+        let now = std::time::Instant::now();
+        sessions.retain(|_, s| s.expires > now);
+        while sessions.len() >= MAX_SESSIONS {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.expires)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => sessions.remove(&k),
+                None => break,
+            };
+        }
+        sessions.insert(
+            id.clone(),
+            PageSession {
+                csrf,
+                expires: now + SESSION_TTL,
+            },
+        );
+    }
+    let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "logged in");
+    r.headers_mut()
+        .insert(header::LOCATION, HeaderValue::from_static("/"));
+    if let Some(v) = session_cookie(state, Some(&id)) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
+
+/// `POST /logout` from the page (its CSRF token in the form): the session ends here and in
+/// the browser.
+pub async fn logout(
+    state: &HttpState,
+    req: Request<Incoming>,
+    caller: &Caller,
+) -> Response<Full<Bytes>> {
+    let Caller::Page { csrf } = caller else {
+        return ApiError::not_found("path", "logging out is for the page").response();
+    };
+    let id = super::state::cookie_value(req.headers(), &state.cookie_name());
+    let origin = origin_ok(&req);
+    let form = read_body(req).await.unwrap_or_default();
+    let given = super::state::form_fields(&form)
+        .into_iter()
+        .find(|(k, _)| k == "csrf")
+        .map(|(_, v)| v);
+    if !origin || !given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "csrf",
+            "must be the page's token, sent from the page's own origin",
+        )
+        .response();
+    }
+    if let Some(id) = id {
+        lock(&state.sessions).remove(&id);
+    }
+    let mut r = respond(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        page::message_page("Logged out. Run `hooks-app open` to log in again."),
+    );
+    if let Some(v) = session_cookie(state, None) {
+        r.headers_mut().insert(header::SET_COOKIE, v);
+    }
+    r
+}
