@@ -108,3 +108,13 @@ pub fn home() -> AppResult<PathBuf> {
 pub fn absolute(p: &Path) -> AppResult<PathBuf> {
     std::path::absolute(p).map_err(|e| AppError::invalid(format!("{}: {e}", p.display())))
 }
+
+/// Creates and removes a file in `dir`: whether this process can write there.
+pub fn can_write_in(dir: &std::path::Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".hooks-app-doctor.{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)?;
+    std::fs::remove_file(probe)
+}

@@ -11,7 +11,6 @@ mod cli;
 mod commands;
 mod compose;
 mod daemon;
-mod doctor;
 mod fsutil;
 mod http;
 mod install;

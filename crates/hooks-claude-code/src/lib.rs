@@ -1,7 +1,7 @@
 //! Claude Code's own formats, as hooks-app meets them on its driving side: the hook input
 //! Claude Code sends ([`hook_input`]), and its `settings.json`, where `install` puts this
 //! app's handlers and `uninstall` takes them out byte for byte ([`settings`], on the
-//! text editor [`jsonedit`]).
+//! text editor [`jsonedit`]), and the releases it was tested against ([`versions`]).
 //!
 //! It knows no crate of the workspace: what it reads is turned into the core's types by
 //! the composition root. What a host can see of a running Claude Code (transcripts,
@@ -11,3 +11,4 @@
 pub mod hook_input;
 pub mod jsonedit;
 pub mod settings;
+pub mod versions;

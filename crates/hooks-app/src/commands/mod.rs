@@ -1,12 +1,13 @@
-//! Every command but the hook entry point, the daemon, install and doctor: parse the
+//! Every command but the hook entry point, the daemon and install: parse the
 //! input into the core's validated types, call the service, print a table or `--json`.
 
 use std::process::ExitCode;
 
 use crate::cli::{Cli, Command, HooksCmd};
-use crate::{AppError, AppResult, Context, claude_hook, compose, daemon, doctor, install};
+use crate::{AppError, AppResult, Context, claude_hook, compose, daemon, install};
 
 mod budget;
+mod doctor;
 mod history;
 mod hooks;
 mod ids;
@@ -18,6 +19,7 @@ mod pending;
 mod prune;
 mod runs;
 mod session;
+mod status;
 mod store;
 
 use self::history::history;
@@ -123,7 +125,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Prune { older_than } => prune(&ctx, older_than)?,
         Command::Tick(a) => return daemon::tick(&ctx, &a),
         Command::Serve(a) => return daemon::serve(&ctx, &a),
-        Command::Status(j) => doctor::status(&ctx, j.json)?,
+        Command::Status(j) => status::status(&ctx, j.json)?,
         Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
         Command::Trust(a) => crate::trust::command(&ctx, &a)?,

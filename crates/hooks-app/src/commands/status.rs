@@ -1,0 +1,182 @@
+//! `status`: a summary of the store, the queue, the daemons, the budget and the pause.
+
+use hooks_core::stamp;
+use hooks_core::*;
+use serde_json::json;
+
+use crate::compose::block_on;
+use crate::daemon::ondemand::daemon_running;
+use crate::output::print_json;
+use crate::output::usd;
+use crate::{AppResult, Context};
+
+pub fn status(ctx: &Context, as_json: bool) -> AppResult {
+    let store = ctx.open_store()?;
+    let snap = block_on(store.snapshot())??;
+    let now = time::OffsetDateTime::now_utc();
+    let due = snap
+        .pending
+        .iter()
+        .filter(|p| p.due_at.is_due(now) && !p.is_claimed(now))
+        .count();
+    let claimed = snap.pending.iter().filter(|p| p.is_claimed(now)).count();
+    // The next thing the clock brings: a try, not the give-up time of an entry that
+    // waits for its conversation to close (closing it wakes that entry sooner).
+    let next = snap
+        .pending
+        .iter()
+        .filter(|p| !p.waits_for_close())
+        .filter_map(|p| p.due_at.time())
+        .filter(|t| *t > now)
+        .min();
+    let close_waits: Vec<_> = snap
+        .pending
+        .iter()
+        .filter(|p| p.waits_for_close())
+        .collect();
+    let first_give_up = close_waits.iter().filter_map(|p| p.gives_up_at()).min();
+    let runs = block_on(store.runs(&RunFilter {
+        limit: Some(5),
+        ..RunFilter::default()
+    }))??;
+    let all_runs = block_on(store.runs(&RunFilter::default()))??;
+    // A fold from +0.0: an empty sum of f64 is -0.0, which prints as `$-0.0000`.
+    let cost: f64 = all_runs
+        .iter()
+        .filter_map(|r| r.outcome.cost_usd)
+        .fold(0.0, |a, c| a + c);
+    let waiting = snap.pending.iter().filter(|p| p.waiting.is_some()).count();
+    let unfinished = all_runs.iter().filter(|r| r.finished_at.is_none()).count();
+    let running = daemon_running(&ctx.data_dir);
+    let mode = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let daemons = crate::daemon::ondemand::running(&ctx.data_dir);
+    let (budget, paused) = {
+        let (svc, _) = crate::compose::service(ctx)?;
+        (block_on(svc.budget())??, block_on(svc.paused())??)
+    };
+    let http = crate::daemon::ondemand::http_url(&ctx.data_dir);
+    let v = json!({
+        "dataDir": ctx.data_dir.display().to_string(),
+        "store": ctx.store.describe(),
+        "hostId": ctx.host_id,
+        "http": http,
+        "daemonRunning": running,
+        "daemonMode": crate::daemon::ondemand::mode_name(mode),
+        "daemons": daemons,
+        "hooks": snap.hooks.len(),
+        "enabledHooks": snap.hooks.iter().filter(|h| h.enabled).count(),
+        "pending": snap.pending.len(),
+        "due": due,
+        "claimed": claimed,
+        "waiting": waiting,
+        "runsUnfinished": unfinished,
+        "nextDueAt": next.map(stamp::format),
+        "waitingForClose": close_waits.len(),
+        "firstGivesUpAt": first_give_up.map(stamp::format),
+        "totalCostUsd": cost,
+        "budget": budget.as_ref().map(|(b, bv)| crate::shapes::budget(b, bv)),
+        "pause": crate::shapes::pause(paused.as_ref()),
+        "recentRuns": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
+    });
+    if as_json {
+        print_json(&v);
+        return Ok(());
+    }
+    println!("data dir      {}", ctx.data_dir.display());
+    if !matches!(
+        &ctx.store,
+        crate::compose::StoreChoice::Json {
+            explicit: false,
+            ..
+        }
+    ) {
+        println!(
+            "store         {} (this host: {})",
+            ctx.store.describe(),
+            ctx.host_id
+        );
+    }
+    if let Some(url) = &http {
+        println!("http          {url} (`hooks-app open` for the page)");
+    }
+    let now = time::OffsetDateTime::now_utc();
+    let described: Vec<String> = daemons
+        .iter()
+        .map(|d| {
+            let up = d["startedAt"]
+                .as_str()
+                .and_then(stamp::parse)
+                .map(|t| hooks_core::live::format_span(now - t))
+                .unwrap_or_else(|| "?".into());
+            let log = d["log"]
+                .as_str()
+                .map(|l| format!(", log {l}"))
+                .unwrap_or_default();
+            format!("pid {}, up {up}{log}", d["pid"])
+        })
+        .collect();
+    println!(
+        "daemon        {} ({})",
+        match (running, described.is_empty()) {
+            (true, false) => described.join("; "),
+            (true, true) => "running".into(),
+            (false, _) if mode == crate::options::DaemonMode::OnDemand =>
+                "not running; claude-hook starts one when it queues something".into(),
+            (false, _) => "not running (start it with `hooks-app serve`)".into(),
+        },
+        crate::daemon::ondemand::mode_name(mode)
+    );
+    println!(
+        "hooks         {} ({} enabled)",
+        snap.hooks.len(),
+        v["enabledHooks"]
+    );
+    println!(
+        "pending       {} ({due} due now, {claimed} claimed, {waiting} waiting{})",
+        snap.pending.len(),
+        next.map(|t| format!(", next at {}", stamp::format(t)))
+            .unwrap_or_default()
+    );
+    if let Some(t) = first_give_up {
+        println!(
+            "              {} {} until {} closed (they run then; the first gives up at {})",
+            close_waits.len(),
+            if close_waits.len() == 1 {
+                "waits"
+            } else {
+                "wait"
+            },
+            if close_waits.len() == 1 {
+                "its conversation is"
+            } else {
+                "their conversations are"
+            },
+            stamp::format(t)
+        );
+    }
+    if let Some(p) = &paused {
+        println!(
+            "paused        {} (`hooks-app unpause` lets follow-ups start again)",
+            p.reason().trim_start_matches("paused ")
+        );
+    }
+    match &budget {
+        Some((b, bv)) => println!("budget        {}", crate::output::budget_line(b, bv)),
+        None => println!("budget        none (hooks-app budget set --daily-usd X)"),
+    }
+    println!(
+        "runs          {} ({unfinished} running or unaccounted for), cost {} in all",
+        all_runs.len(),
+        usd(cost)
+    );
+    for r in &runs {
+        println!(
+            "  {}  {}  {}  {}",
+            stamp::format(r.started_at),
+            r.hook_id,
+            r.session_id,
+            r.status_text()
+        );
+    }
+    Ok(())
+}
