@@ -1,0 +1,94 @@
+//! `install`, `uninstall`, `tick` and `serve`: Claude Code's hook entries and the daemon.
+
+use clap::Args;
+
+use crate::options::{DEFAULT_IDLE_EXIT, DaemonMode, LogFormat, Scope, Transport, Trigger};
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    #[arg(long, value_enum, default_value_t = Scope::User)]
+    pub scope: Scope,
+    #[arg(long, value_enum, default_value_t = Trigger::Stop)]
+    pub trigger: Trigger,
+    /// How the daemon runs
+    #[arg(long, value_enum, default_value_t = DaemonMode::OnDemand)]
+    pub daemon: DaemonMode,
+    /// Seconds an on-demand daemon stays with nothing pending before it exits
+    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_IDLE_EXIT, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_exit: u64,
+    /// Show what would change and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The daemon (on demand or service) also serves the HTTP API and the page at ADDR
+    /// (loopback), for `hooks-app open`
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// How Claude Code hands events over: by running claude-hook (works without a daemon),
+    /// or by POSTing to a daemon running with --http (no process per event)
+    #[arg(long, value_enum, default_value_t = Transport::Command)]
+    pub transport: Transport,
+    /// With --transport http: the daemon's address [default: the running daemon's]
+    #[arg(long, value_name = "URL", requires = "transport")]
+    pub http_url: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    #[arg(long, value_enum, default_value_t = Scope::User)]
+    pub scope: Scope,
+    /// `service` also removes the systemd / launchd unit
+    #[arg(long, value_enum)]
+    pub daemon: Option<DaemonMode>,
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct RunArgs {
+    /// Follow-ups run at once (one per session)
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub concurrency: u16,
+    /// Seconds a follow-up may run before it is stopped
+    #[arg(long, default_value_t = 1800, value_name = "SECS")]
+    pub run_timeout: u64,
+    /// Seconds a claim lasts without renewal (a dead daemon's entries come back after this)
+    #[arg(long, default_value_t = 90, value_name = "SECS", value_parser = clap::value_parser!(u64).range(3..=3600))]
+    pub claim_ttl: u64,
+    /// Seconds a conversation must have been quiet before it is resumed
+    #[arg(long, default_value_t = 5, value_name = "SECS")]
+    pub quiet_period: u64,
+    /// Seconds a follow-up waits for a conversation someone has open in Claude Code to be
+    /// closed before it is skipped
+    #[arg(long, default_value_t = 86_400, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
+    pub open_wait: u64,
+    /// Log lines as JSON
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Seconds to wait for running follow-ups on SIGTERM/SIGINT before stopping them
+    #[arg(long, default_value_t = 30, value_name = "S")]
+    pub shutdown_grace: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Started by claude-hook: exit at once if another on-demand daemon holds this data
+    /// folder, and exit once idle (see --idle-exit)
+    #[arg(long)]
+    pub on_demand: bool,
+    /// Exit after this many seconds with nothing pending and nothing running
+    /// [default with --on-demand: 300]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_exit: Option<u64>,
+    /// Also serve the JSON API, Claude Code's http hooks, /metrics and the web page here
+    /// (e.g. 127.0.0.1:8787; a token is required, see `hooks-app open`)
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// With --http on a loopback address: no token (anyone on this machine can use it)
+    #[arg(long, requires = "http")]
+    pub http_no_auth: bool,
+    /// With --http: allow an address other than loopback (put TLS in front of it)
+    #[arg(long, requires = "http")]
+    pub http_allow_insecure: bool,
+}

@@ -1,0 +1,119 @@
+//! `hooks …`: the hook commands.
+
+use clap::Subcommand;
+
+use super::flags::JsonFlag;
+
+#[derive(Debug, Subcommand)]
+pub enum HooksCmd {
+    /// The hooks, as a table
+    List(JsonFlag),
+    /// One hook
+    Show {
+        id: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Create a hook; prints its id
+    ///
+    /// Its prompt is a Markdown file in the workspace's .claude/agents/hooks/ folder:
+    /// write it first, then `hooks-app hooks create "Tidy up" --prompt-file
+    /// .claude/agents/hooks/tidy.md`.
+    Create {
+        name: String,
+        /// The prompt: .claude/agents/hooks/NAME.md, relative to the workspace (an
+        /// absolute path ending so is taken as that file in the workspace)
+        #[arg(long, value_name = "P")]
+        prompt_file: Option<String>,
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
+        delay: Option<String>,
+        /// conversation-done (a Stop ending in the done marker; the default) or
+        /// conversation-failed (a turn stopped by a usage limit, an overload, …)
+        #[arg(long, value_name = "E")]
+        event: Option<String>,
+        /// For conversation-failed: the failures followed up, comma-separated
+        /// (default rate_limit,overloaded,server_error)
+        #[arg(long, value_name = "LIST")]
+        errors: Option<String>,
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
+        max_context_k: Option<String>,
+        /// The most a follow-up may cost, in US dollars: estimated before it runs (skipped
+        /// over it) and passed to Claude as --max-budget-usd; 0 for no cap
+        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+        max_cost_usd: Option<String>,
+        /// An entry found more than S seconds past its due time (the machine slept, no
+        /// daemon ran) is skipped as late, not fired; 0 for no limit
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
+        max_lateness: Option<String>,
+        #[arg(long)]
+        disabled: bool,
+        /// Also follow up cron-spawned sessions
+        #[arg(long)]
+        include_cron: bool,
+        /// Also follow up subagent conversations
+        #[arg(long)]
+        include_subagents: bool,
+    },
+    /// Change a hook
+    Update {
+        id: String,
+        #[arg(long)]
+        name: Option<String>,
+        /// The prompt: .claude/agents/hooks/NAME.md, relative to the workspace
+        #[arg(long, value_name = "P")]
+        prompt_file: Option<String>,
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
+        delay: Option<String>,
+        /// conversation-done (a Stop ending in the done marker; the default) or
+        /// conversation-failed (a turn stopped by a usage limit, an overload, …)
+        #[arg(long, value_name = "E")]
+        event: Option<String>,
+        /// For conversation-failed: the failures followed up, comma-separated
+        /// (default rate_limit,overloaded,server_error)
+        #[arg(long, value_name = "LIST")]
+        errors: Option<String>,
+        #[arg(long, value_name = "K", allow_negative_numbers = true)]
+        max_context_k: Option<String>,
+        /// The most a follow-up may cost, in US dollars; 0 for no cap
+        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+        max_cost_usd: Option<String>,
+        /// An entry found more than S seconds past its due time (the machine slept, no
+        /// daemon ran) is skipped as late, not fired; 0 for no limit
+        #[arg(long, value_name = "S", allow_negative_numbers = true)]
+        max_lateness: Option<String>,
+        #[arg(long, conflicts_with = "disabled")]
+        enabled: bool,
+        #[arg(long)]
+        disabled: bool,
+        #[arg(long, conflicts_with = "skip_cron")]
+        include_cron: bool,
+        #[arg(long)]
+        skip_cron: bool,
+        #[arg(long, conflicts_with = "skip_subagents")]
+        include_subagents: bool,
+        #[arg(long)]
+        skip_subagents: bool,
+    },
+    /// Enable a hook
+    Enable { id: String },
+    /// Disable a hook (queued entries are dropped when due)
+    Disable { id: String },
+    /// Delete a hook and its queued entries
+    Delete { id: String },
+    /// Follow a conversation up with this hook now, through every usual check (open
+    /// conversation, one run per session, caps, budget, pause), and say what became of it
+    Run {
+        id: String,
+        /// The conversation: its id, or 8+ characters it alone starts with
+        #[arg(long)]
+        session: String,
+        /// Run it even if this hook already followed this conversation up
+        #[arg(long)]
+        force: bool,
+        /// Queue it and return at once, without waiting for what becomes of it
+        #[arg(long)]
+        no_wait: bool,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
