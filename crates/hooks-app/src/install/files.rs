@@ -1,0 +1,277 @@
+//! Claude Code's settings files on disk: where each scope's is, read as text and JSON,
+//! written whole through a link's target, and what install created in each
+//! (`installed.json`).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::options::Scope;
+use hooks_claude_code::settings::*;
+
+use crate::{AppError, AppResult, Context};
+
+pub fn settings_path(ctx: &Context, scope: Scope) -> PathBuf {
+    match scope {
+        Scope::User => ctx.claude_home.join("settings.json"),
+        Scope::Project => ctx.here.join(".claude/settings.json"),
+        Scope::Local => ctx.here.join(".claude/settings.local.json"),
+    }
+}
+
+/// The largest settings file read.
+pub const MAX_SETTINGS_BYTES: u64 = 16 * 1024 * 1024;
+
+/// A settings file's text, when it is a regular file (a project's `.claude/settings.json`
+/// could be a FIFO, which would hang the reader) of at most [`MAX_SETTINGS_BYTES`].
+pub fn read_settings_text(path: &Path) -> std::io::Result<String> {
+    let bytes =
+        hooks_platform::read_regular(path, hooks_platform::ReadLimit::bytes(MAX_SETTINGS_BYTES))?;
+    String::from_utf8(bytes)
+        .map_err(|_| std::io::Error::new(std::io::ErrorKind::InvalidData, "is not UTF-8 text"))
+}
+
+/// Reads a settings file; a missing one is an empty object.
+pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
+    let text = match read_settings_text(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+        Err(e) => {
+            return Err(AppError::runtime(format!(
+                "could not read {}: {e}",
+                path.display()
+            )));
+        }
+    };
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    let v: Value = serde_json::from_str(&text).map_err(|e| {
+        AppError::invalid(format!(
+            "{}: not valid JSON at line {}, column {}: {e}; fix it by hand, it was left as it is",
+            path.display(),
+            e.line(),
+            e.column()
+        ))
+    })?;
+    let Value::Object(m) = v else {
+        return Err(AppError::invalid(format!(
+            "{}: must hold a JSON object; it was left as it is",
+            path.display()
+        )));
+    };
+    if let Some(h) = m.get("hooks")
+        && !h.is_object()
+    {
+        return Err(AppError::invalid(format!(
+            "{}: \"hooks\" must be an object; it was left as it is",
+            path.display()
+        )));
+    }
+    if let Some(Value::Object(h)) = m.get("hooks") {
+        for (event, groups) in h {
+            if !groups.is_array() {
+                return Err(AppError::invalid(format!(
+                    "{}: hooks.{event} must be an array; it was left as it is",
+                    path.display()
+                )));
+            }
+        }
+    }
+    Ok(m)
+}
+
+/// The file a settings path stands for: a symlinked settings file (dotfiles set up by stow
+/// or chezmoi) is written through to its target, so the link stays a link.
+pub fn write_target(path: &Path) -> AppResult<PathBuf> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
+            AppError::runtime(format!(
+                "{} is a symbolic link whose target cannot be reached ({e}); fix the link, it was left as it is",
+                path.display()
+            ))
+        }),
+        _ => Ok(path.to_owned()),
+    }
+}
+
+/// Replaces the file atomically, in its own folder, keeping its mode.
+pub fn write_text(path: &Path, text: &str) -> AppResult {
+    let target = write_target(path)?;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)
+        .map_err(|e| AppError::runtime(format!("could not create {}: {e}", dir.display())))?;
+    let tmp = dir.join(format!(".settings.json.hooks-app.{}", std::process::id()));
+    let r = std::fs::write(&tmp, text).and_then(|()| {
+        if let Ok(m) = std::fs::metadata(&target) {
+            std::fs::set_permissions(&tmp, m.permissions())?;
+        }
+        hooks_platform::sync::sync_file(&std::fs::File::open(&tmp)?)?;
+        std::fs::rename(&tmp, &target)
+    });
+    r.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        AppError::runtime(format!("could not write {}: {e}", path.display()))
+    })
+}
+
+/// A settings file as it is on disk: its text (`None` if there is none) and its JSON.
+pub struct Settings {
+    pub path: PathBuf,
+    pub text: Option<String>,
+    pub map: Map<String, Value>,
+}
+
+pub fn load(path: &Path) -> AppResult<Settings> {
+    let map = read_settings(path)?;
+    let text = match read_settings_text(path) {
+        Ok(t) if !t.trim().is_empty() => Some(t),
+        _ => None,
+    };
+    Ok(Settings {
+        path: path.to_owned(),
+        text,
+        map,
+    })
+}
+
+/// What install created in each settings file (`file`, `hooks`, `hooks.<Event>`), kept in
+/// the data folder so that uninstall removes those and never a user's own empty ones.
+pub struct Created {
+    pub file: PathBuf,
+    pub all: Map<String, Value>,
+}
+
+impl Created {
+    pub fn load(ctx: &Context) -> Self {
+        let file = ctx.data_dir.join("installed.json");
+        let all = std::fs::read(&file)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+            .and_then(|v| match v {
+                Value::Object(m) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_default();
+        Self { file, all }
+    }
+    pub fn key(path: &Path) -> String {
+        std::path::absolute(path)
+            .unwrap_or_else(|_| path.to_owned())
+            .to_string_lossy()
+            .into_owned()
+    }
+    pub fn get(&self, path: &Path) -> Option<Vec<String>> {
+        self.all
+            .get(&Self::key(path))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+    }
+    pub fn set(&mut self, path: &Path, created: Option<Vec<String>>) -> AppResult {
+        let key = Self::key(path);
+        match created {
+            // Kept even when empty: "installed here, created nothing" is not "no record".
+            Some(c) => {
+                self.all.insert(key, json!(c));
+            }
+            None => {
+                if self.all.shift_remove(&key).is_none() {
+                    return Ok(());
+                }
+            }
+        }
+        let mut text = serde_json::to_string_pretty(&self.all).unwrap_or_default();
+        text.push('\n');
+        crate::fsutil::write_private(&self.file, &text)
+    }
+}
+
+/// Shows or writes the new text; `None` removes the file.
+pub fn apply(s: &Settings, after: Option<&str>, dry_run: bool, verb: &str) -> AppResult<bool> {
+    if s.text.as_deref() == after {
+        println!("{}: nothing to change ({verb} already)", s.path.display());
+        return Ok(false);
+    }
+    if dry_run {
+        match after {
+            Some(t) => {
+                println!("would write {}:", s.path.display());
+                print!("{t}");
+                if !t.ends_with('\n') {
+                    println!();
+                }
+            }
+            None => println!("would remove {} (install created it)", s.path.display()),
+        }
+        return Ok(false);
+    }
+    match after {
+        Some(t) => write_text(&s.path, t)?,
+        None => std::fs::remove_file(write_target(&s.path)?).map_err(|e| {
+            AppError::runtime(format!("could not remove {}: {e}", s.path.display()))
+        })?,
+    }
+    println!("{}: {verb}", s.path.display());
+    Ok(true)
+}
+
+/// Where this app's hook is installed: the settings files that have one of its entries.
+/// The URLs this app's `http` hooks post to, in every settings file it looks at.
+pub fn installed_http_urls(ctx: &Context) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    for scope in [Scope::User, Scope::Project, Scope::Local] {
+        let p = settings_path(ctx, scope);
+        let Ok(m) = read_settings(&p) else { continue };
+        let handlers = m
+            .get("hooks")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flat_map(|h| h.values())
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .flatten()
+            .filter(|h| is_ours(h) && h["type"] == "http");
+        for h in handlers {
+            if let Some(u) = h["url"].as_str()
+                && !out
+                    .iter()
+                    .any(|(q, v): &(PathBuf, String)| *q == p && v == u)
+            {
+                out.push((p.clone(), u.to_owned()));
+            }
+        }
+    }
+    out
+}
+
+pub fn installed_in(ctx: &Context) -> Vec<(PathBuf, Vec<String>)> {
+    let mut out = Vec::new();
+    for scope in [Scope::User, Scope::Project, Scope::Local] {
+        let p = settings_path(ctx, scope);
+        let Ok(m) = read_settings(&p) else { continue };
+        let mut events = Vec::new();
+        if let Some(Value::Object(h)) = m.get("hooks") {
+            for (ev, groups) in h {
+                let has = groups.as_array().into_iter().flatten().any(|g| {
+                    g.get("hooks")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .any(is_ours)
+                });
+                if has {
+                    events.push(ev.clone());
+                }
+            }
+        }
+        if !events.is_empty() {
+            out.push((p, events));
+        }
+    }
+    out
+}

@@ -1,0 +1,252 @@
+//! `install` / `uninstall`: the `claude-hook` entries in Claude Code's `settings.json`.
+//!
+//! The file is edited as text (`hooks_claude_code::jsonedit`, with this app's handlers
+//! recognised and placed by `hooks_claude_code::settings`): install inserts its entries and the
+//! containers it must create, laid out in the file's own style, and changes no other byte;
+//! uninstall takes out what install put in, and the containers install created (recorded
+//! in `<data-dir>/installed.json`), so install then uninstall gives the file back byte for
+//! byte. A symlinked file is written through to its target. Running `install` twice changes
+//! nothing; an invalid settings file is refused and left as it was; `--dry-run` shows the
+//! change and makes none. Entries of this app are recognised by their command: a program
+//! named `hooks-app` followed by `claude-hook`. With the `stop` trigger, a `SessionEnd`
+//! entry without `--on` is added too: it only wakes follow-ups waiting for the
+//! conversation to be closed. A `StopFailure` entry is always added: a turn stopped by a
+//! usage limit or an outage queues the `conversation-failed` hooks.
+
+use serde_json::Value;
+
+use crate::cli::{InstallArgs, UninstallArgs};
+use crate::options::{DaemonMode, Scope, Transport, Trigger};
+use hooks_claude_code::jsonedit;
+use hooks_claude_code::settings::*;
+
+use crate::{AppError, AppResult, Context};
+
+mod files;
+mod setup;
+
+use files::*;
+pub use files::{installed_http_urls, installed_in, settings_path};
+use setup::*;
+
+/// The command Claude Code runs, `claude-hook` followed by `args`. In the project scope, a
+/// file teams commit, it names no path of this machine and does nothing where hooks-app
+/// is not installed.
+fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
+    if scope != Scope::Project {
+        return Ok(format!("{} claude-hook{args}", ctx.self_command()?));
+    }
+    let mut cmd = String::from("hooks-app");
+    if ctx.done_marker != hooks_core::DONE_MARKER {
+        cmd.push_str(" --done-marker ");
+        cmd.push_str(&crate::fsutil::shell_quote(&ctx.done_marker));
+    }
+    // Where hooks-app is missing, the event on stdin is still read (a hook that exits
+    // without reading it leaves Claude Code writing into a closed pipe), and the exit is 0.
+    Ok(format!(
+        "command -v hooks-app >/dev/null 2>&1 && exec {cmd} claude-hook{args} || cat >/dev/null"
+    ))
+}
+
+pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
+    let path = settings_path(ctx, a.scope);
+    let s = load(&path)?;
+    let http_base = match a.transport {
+        Transport::Command => None,
+        Transport::Http => Some(match &a.http_url {
+            Some(u) => u.clone(),
+            None => crate::daemon::ondemand::http_url(&ctx.data_dir).ok_or_else(|| {
+                AppError::invalid(
+                    "httpUrl: --transport http needs --http-url URL, or a daemon running with --http to take it from",
+                )
+            })?,
+        }),
+    };
+    let handler = |on_end: bool| -> AppResult<Value> {
+        Ok(match &http_base {
+            Some(base) => http_handler(
+                base,
+                on_end,
+                crate::http::TOKEN_ENV,
+                crate::compose::FOLLOW_UP_ENV,
+            ),
+            None => command_handler(command_for(
+                ctx,
+                a.scope,
+                if on_end { " --on session-end" } else { "" },
+            )?),
+        })
+    };
+    let mut wanted: Vec<(&str, Value)> = Vec::new();
+    if matches!(a.trigger, Trigger::Stop | Trigger::Both) {
+        wanted.push(("Stop", handler(false)?));
+    }
+    if matches!(a.trigger, Trigger::SessionEnd | Trigger::Both) {
+        wanted.push(("SessionEnd", handler(true)?));
+    } else {
+        // A conversation being closed wakes the follow-ups that wait for it, so they run
+        // within seconds of the person's /exit. This entry never queues anything.
+        wanted.push(("SessionEnd", handler(false)?));
+    }
+    // A turn stopped by a usage limit or an outage: what the conversation-failed hooks
+    // follow up. Claude Code ignores this hook's output and exit code.
+    wanted.push(("StopFailure", handler(false)?));
+    let mut expected = s.map.clone();
+    strip_ours(&mut expected);
+    for (ev, h) in &wanted {
+        add(&mut expected, ev, h.clone());
+    }
+    // Already installed as wanted, wherever the entries sit: leave the file alone.
+    if same_entries(&s.map, &expected) {
+        return apply(&s, s.text.as_deref(), a.dry_run, "installed").map(|_| ());
+    }
+    let original = s.text.clone().unwrap_or_else(|| "{}".into());
+    let (mut text, _) = strip_text(original.clone())?;
+    let st = jsonedit::style_of(&original, &reparse(&original)?);
+    let mut record = Created::load(ctx);
+    let mut created = record.get(&path).unwrap_or_default();
+    if s.text.is_none() && !created.iter().any(|c| c == "file") {
+        created.push("file".into());
+    }
+    for (ev, h) in &wanted {
+        let (t, c) = add_text(&text, &st, ev, h)?;
+        text = t;
+        for c in c {
+            if !created.contains(&c) {
+                created.push(c);
+            }
+        }
+    }
+    if s.text.is_none() {
+        text.push('\n');
+    }
+    let written: Value = serde_json::from_str(&text).map_err(|e| {
+        AppError::runtime(format!(
+            "internal: the edited settings do not parse ({e}); nothing was written"
+        ))
+    })?;
+    if written != Value::Object(expected) {
+        return Err(AppError::runtime(
+            "internal: the edited settings differ from what was meant; nothing was written",
+        ));
+    }
+    if apply(&s, Some(&text), a.dry_run, "installed")? {
+        record.set(&path, Some(created))?;
+    }
+    if http_base.is_some() && !a.dry_run {
+        println!(
+            "the http hook sends the token from ${0}: put `export {0}=$(cat {1})` where Claude Code's \
+             environment comes from. An http hook loses the event when no daemon listens (Claude \
+             Code only reports the error), so keep a daemon running (`hooks-app serve --http …`)",
+            crate::http::TOKEN_ENV,
+            ctx.data_dir.join(crate::http::TOKEN_FILE).display()
+        );
+    }
+    if a.scope == Scope::Project && !a.dry_run {
+        println!(
+            "the command is portable: `hooks-app` from PATH, and a quiet no-op where it is not installed; \
+             for this machine's path use --scope local"
+        );
+    }
+    daemon_setup(ctx, a)
+}
+
+pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
+    let path = settings_path(ctx, a.scope);
+    let s = load(&path)?;
+    let Some(original) = s.text.clone() else {
+        println!(
+            "{}: nothing to change (uninstalled already)",
+            path.display()
+        );
+        return Ok(());
+    };
+    let (mut text, emptied) = strip_text(original)?;
+    let mut record = Created::load(ctx);
+    let created = record.get(&path);
+    let mut remove_file = false;
+    match &created {
+        // Remove what install created, if nothing else has been put in it since.
+        Some(created) => {
+            for ev in created.iter().filter_map(|c| c.strip_prefix("hooks.")) {
+                text = drop_if_empty(text, ev)?;
+            }
+            let root = reparse(&text)?;
+            if created.iter().any(|c| c == "hooks")
+                && root
+                    .member("hooks")
+                    .is_some_and(jsonedit::Node::is_empty_container)
+            {
+                text = jsonedit::remove_member(&text, &root, "hooks");
+            }
+            remove_file =
+                created.iter().any(|c| c == "file") && reparse(&text)?.is_empty_container();
+            // An empty container install wrote into gets back the whitespace it held.
+            for (path, ws) in created
+                .iter()
+                .filter_map(|c| c.strip_prefix("inner:")?.split_once('='))
+            {
+                let root = reparse(&text)?;
+                let node = match path {
+                    "" => Some(&root),
+                    "hooks" => root.member("hooks"),
+                    p => p
+                        .strip_prefix("hooks.")
+                        .and_then(|ev| root.member("hooks")?.member(ev)),
+                };
+                if let Some(n) = node
+                    && n.is_empty_container()
+                    && jsonedit::inner(&text, n).is_empty()
+                {
+                    text = jsonedit::set_inner(&text, n, ws);
+                }
+            }
+        }
+        // Installed by an older version, or the record is gone: drop the events that
+        // held only our entries.
+        None => {
+            for ev in &emptied {
+                text = drop_if_empty(text, ev)?;
+            }
+        }
+    }
+    let after = (!remove_file).then_some(text.as_str());
+    if apply(&s, after, a.dry_run, "uninstalled")? {
+        record.set(&path, None)?;
+    }
+    let still = installed_in(ctx);
+    if !still.is_empty() {
+        println!(
+            "the hook is still installed in {}: the daemon and the data folder stay",
+            still
+                .iter()
+                .map(|(p, _)| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        return Ok(());
+    }
+    let cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let unit = crate::daemon::ondemand::unit_path();
+    let service =
+        (a.daemon == Some(DaemonMode::Service) || cfg.mode == DaemonMode::Service) && unit.exists();
+    if service {
+        stop_service(&unit, a.dry_run)?;
+    }
+    if a.dry_run {
+        return Ok(());
+    }
+    if cfg.mode == DaemonMode::OnDemand {
+        // Nothing will start it again: the hook that did is gone.
+        crate::daemon::ondemand::DaemonConfig {
+            mode: DaemonMode::None,
+            ..cfg
+        }
+        .write(&ctx.data_dir)?;
+    }
+    for pid in crate::daemon::ondemand::stop_on_demand(&ctx.data_dir) {
+        println!("stopped the on-demand daemon (pid {pid})");
+    }
+    left_behind(ctx);
+    Ok(())
+}

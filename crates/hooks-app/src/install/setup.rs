@@ -1,0 +1,136 @@
+//! The daemon's set-up that goes with install and uninstall: the mode, the service unit,
+//! stopping what runs, and what is left behind.
+
+use std::path::Path;
+
+use crate::cli::InstallArgs;
+use crate::options::DaemonMode;
+
+use crate::{AppError, AppResult, Context};
+
+/// Keeps the daemon mode for claude-hook and doctor, and writes the service unit.
+pub fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
+    use crate::daemon::ondemand::{self, DaemonConfig};
+    let cfg = DaemonConfig {
+        mode: a.daemon,
+        idle_exit: a.idle_exit,
+        http: a.http,
+    };
+    if let Some(addr) = a.http {
+        crate::http::check_options(&crate::http::HttpOptions {
+            addr,
+            no_auth: false,
+            allow_insecure: false,
+        })?;
+        if a.daemon == DaemonMode::None {
+            return Err(AppError::invalid(
+                "http: --http needs a daemon to serve it: --daemon on-demand (the default) or service",
+            ));
+        }
+    }
+    let unit = ondemand::unit_path();
+    if a.dry_run {
+        println!(
+            "would set the daemon mode to {}",
+            ondemand::mode_name(a.daemon)
+        );
+        if a.daemon == DaemonMode::Service {
+            println!(
+                "would write {}:\n{}",
+                unit.display(),
+                ondemand::unit_text(ctx)?
+            );
+        }
+        return Ok(());
+    }
+    if DaemonConfig::read(&ctx.data_dir) != cfg || !ctx.data_dir.join("daemon.json").exists() {
+        cfg.write(&ctx.data_dir)?;
+    }
+    match a.daemon {
+        DaemonMode::OnDemand => println!(
+            "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {}){}",
+            a.idle_exit,
+            ctx.data_dir.join(ondemand::LOG_FILE).display(),
+            a.http
+                .map(|h| format!("; while it runs it serves http://{h} (`hooks-app open`)"))
+                .unwrap_or_default()
+        ),
+        DaemonMode::None => {
+            println!("daemon: none (run `hooks-app serve`, or `hooks-app tick` from cron)");
+        }
+        DaemonMode::Service => {
+            let text = ondemand::unit_text(ctx)?;
+            if std::fs::read_to_string(&unit).ok().as_deref() != Some(text.as_str()) {
+                if let Some(dir) = unit.parent() {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        AppError::runtime(format!("could not create {}: {e}", dir.display()))
+                    })?;
+                }
+                std::fs::write(&unit, text).map_err(|e| {
+                    AppError::runtime(format!("could not write {}: {e}", unit.display()))
+                })?;
+            }
+            println!(
+                "daemon: service, {}; turn it on with: {}",
+                unit.display(),
+                ondemand::enable_command(&unit)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Turns the service off (best effort, with the command to run where that fails) and
+/// removes its unit file.
+pub fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
+    let off = crate::daemon::ondemand::disable_command(unit);
+    if dry_run {
+        println!("would run `{off}` and remove {}", unit.display());
+        return Ok(());
+    }
+    let mut words = off.split_whitespace();
+    let ran = words.next().map(|program| {
+        std::process::Command::new(program)
+            .args(words)
+            .stdin(std::process::Stdio::null())
+            .output()
+    });
+    match ran {
+        Some(Ok(o)) if o.status.success() => println!("turned the service off: {off}"),
+        Some(Ok(o)) => println!(
+            "could not turn the service off ({}): run `{off}` yourself",
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        _ => println!("could not run `{off}`: run it yourself if the service runs"),
+    }
+    std::fs::remove_file(unit)
+        .map_err(|e| AppError::runtime(format!("could not remove {}: {e}", unit.display())))?;
+    println!("{}: removed", unit.display());
+    Ok(())
+}
+
+/// Says what uninstall leaves, and how to remove it.
+pub fn left_behind(ctx: &Context) {
+    if ctx.data_dir.is_dir() {
+        println!(
+            "left: the data folder {} (hooks, queue, run log); remove it with: rm -r {}",
+            ctx.data_dir.display(),
+            crate::fsutil::shell_quote(&ctx.data_dir.to_string_lossy())
+        );
+    }
+    let prompts = ctx.workspace.join(hooks_core::PROMPT_DIR);
+    let files: Vec<String> = std::fs::read_dir(&prompts)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    if !files.is_empty() {
+        println!(
+            "left: the prompt files in {} ({}); they are yours to keep or delete",
+            prompts.display(),
+            files.join(", ")
+        );
+    }
+}
