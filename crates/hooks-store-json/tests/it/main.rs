@@ -36,8 +36,27 @@ async fn seeds_post_task_only_when_the_file_does_not_exist() {
     let data = dir.path().join("nested/data");
     let store = JsonStore::open(&data, now()).unwrap();
     let hooks = store.snapshot().await.unwrap().hooks;
-    assert_eq!(hooks.len(), 1);
-    let h = &hooks[0];
+    assert_eq!(hooks.len(), 2);
+    // The second seed: continue-after-limit, off, on the failure event.
+    let c = hooks
+        .iter()
+        .find(|h| h.id == continue_after_limit_id())
+        .expect("continue-after-limit is seeded");
+    assert_eq!(
+        (
+            c.enabled,
+            c.event,
+            c.delay.seconds(),
+            c.errors.to_string().as_str()
+        ),
+        (
+            false,
+            Event::ConversationFailed,
+            60,
+            "rate_limit,overloaded,server_error"
+        )
+    );
+    let h = hooks.iter().find(|h| h.id == post_task_id()).unwrap();
     assert_eq!(
         (
             h.id.as_str(),
@@ -61,6 +80,7 @@ async fn seeds_post_task_only_when_the_file_does_not_exist() {
     assert_eq!(h.created_at, Some(now()));
     // Deleting it and reopening does not bring it back: the file exists.
     store.delete_hook(&post_task_id()).await.unwrap();
+    store.delete_hook(&continue_after_limit_id()).await.unwrap();
     let again = JsonStore::open(&data, now()).unwrap();
     assert!(again.snapshot().await.unwrap().hooks.is_empty());
     // Modes: folder 0700, file 0600.

@@ -125,7 +125,7 @@ async fn a_writer_killed_before_the_rename_leaves_the_old_file() {
     let store = JsonStore::open(dir.path(), now()).unwrap();
     assert_eq!(
         store.snapshot().await.unwrap().hooks.len(),
-        1,
+        2,
         "the old file loads"
     );
     assert_eq!(

@@ -52,7 +52,7 @@ async fn tls_with_sslmode_and_a_private_authority() {
     ))
     .expect("TLS with the private authority");
     let hooks = store.snapshot().await.expect("snapshot").hooks;
-    assert_eq!(hooks.len(), 1, "seeded over TLS");
+    assert_eq!(hooks.len(), 2, "seeded over TLS");
     // A missing authority file is a clear error naming it.
     let e = PgStore::open(PgOptions::new(
         format!("{url}?sslmode=require&sslrootcert=/nonexistent/ca.crt"),
