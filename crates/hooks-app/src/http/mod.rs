@@ -26,7 +26,10 @@ use tracing::{info, warn};
 use crate::AppError;
 
 mod auth;
+mod chart;
 mod fields;
+mod forms;
+mod metrics;
 mod page;
 mod routes;
 mod state;
@@ -312,16 +315,16 @@ async fn route(
         }
         (Method::POST, ["ui", rest @ ..]) => {
             let rest: Vec<String> = rest.iter().map(|x| (*x).to_owned()).collect();
-            page::form(s, &caller, req, &rest).await
+            forms::form(s, &caller, req, &rest).await
         }
         (Method::GET, ["metrics"]) => Ok(respond(
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            page::metrics(s).await?,
+            metrics::metrics(s).await?,
         )),
         (Method::GET, ["api", "v1", "version"]) => Ok(json_response(
             StatusCode::OK,
-            &json!({"version": page::version(s).await?}),
+            &json!({"version": metrics::version(s).await?}),
         )),
         (Method::GET, ["api", "v1", "hooks"]) => {
             let hooks = s.svc.list_hooks().await?;

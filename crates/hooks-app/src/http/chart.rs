@@ -1,0 +1,99 @@
+//! The page's chart of cost per day: an SVG with its axis, and the same figures as a table
+//! for screen readers.
+
+use std::collections::BTreeMap;
+
+use maud::Markup;
+
+use hooks_core::*;
+
+use crate::output::count;
+
+/// The last 30 days' cost and runs per day (UTC): an SVG bar chart with a y-axis and each
+/// day's figures on hover, and the same figures as a table for screen readers.
+pub fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
+    let today = now.date();
+    let mut days: BTreeMap<time::Date, (f64, usize)> = BTreeMap::new();
+    for i in 0..30 {
+        days.insert(today - time::Duration::days(i), (0.0, 0));
+    }
+    for r in runs.iter().filter(|r| r.started()) {
+        if let Some(d) = days.get_mut(&r.started_at.to_offset(time::UtcOffset::UTC).date()) {
+            d.0 += r.outcome.cost_usd.unwrap_or(0.0);
+            d.1 += 1;
+        }
+    }
+    let max = days.values().map(|d| d.0).fold(0.0_f64, f64::max);
+    let total: f64 = days.values().map(|d| d.0).sum();
+    let n: usize = days.values().map(|d| d.1).sum();
+    // The axis goes to a round figure at or above the dearest day.
+    let top = nice_ceiling(max);
+    // `pad` above the top line keeps its label inside the picture.
+    let (left, w, h, pad) = (74.0, 600.0, 120.0, 8.0);
+    let bw = (w - left) / 30.0;
+    let ticks = [0.0, top / 2.0, top];
+    maud::html! {
+        h2 { "Last 30 days" }
+        p.muted { (count(n, "run", "runs")) ", " (crate::output::usd(total)) " in all (UTC days)" }
+        svg #chart viewBox={ "0 " (-pad) " " (w) " " (h + 16.0 + pad) } width="100%" role="img"
+            aria-label={ "cost per day over the last 30 days, up to " (crate::output::usd(max)) } {
+            @for t in ticks {
+                @let y = h - if top > 0.0 { t / top * h } else { 0.0 };
+                line x1=(left) x2=(w) y1=(y) y2=(y) stroke="#e3e6ea" {}
+                text x=(left - 4.0) y=(y + 3.0) text-anchor="end" { (crate::output::usd(t)) }
+            }
+            @for (i, (day, (cost, runs))) in days.iter().enumerate() {
+                @let bh = if top > 0.0 { cost / top * h } else { 0.0 };
+                rect x=(format!("{:.1}", left + i as f64 * bw + 1.0)) y=(format!("{:.1}", h - bh))
+                    width=(format!("{:.1}", bw - 2.0)) height=(format!("{bh:.1}")) fill="#4a78c2" {
+                    title { (day) ": " (crate::output::usd(*cost)) " over " (count(*runs, "run", "runs")) }
+                }
+            }
+            text x=(left) y=(h + 13.0) { (today - time::Duration::days(29)) }
+            text x=(w) y=(h + 13.0) text-anchor="end" { (today) }
+        }
+        table.sr #chart-table {
+            caption { "Cost and runs per day, last 30 days" }
+            tr { th { "day" } th { "cost" } th { "runs" } }
+            @for (day, (cost, runs)) in days.iter().rev() {
+                tr { td { (day) } td { (crate::output::usd(*cost)) } td { (runs) } }
+            }
+        }
+    }
+}
+
+/// The smallest of 1, 2 or 5 times a power of ten at or above `x` (0 for 0).
+pub fn nice_ceiling(x: f64) -> f64 {
+    if x <= 0.0 || !x.is_finite() {
+        return 0.0;
+    }
+    let p = 10f64.powf(x.log10().floor());
+    [1.0, 2.0, 5.0, 10.0]
+        .into_iter()
+        .map(|m| m * p)
+        .find(|v| *v >= x * 0.999_999)
+        .unwrap_or(10.0 * p)
+}
+
+#[cfg(test)]
+mod chart_tests {
+    use super::*;
+
+    #[test]
+    fn the_axis_tops_at_a_round_figure_and_plurals_agree() {
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.01, 0.01),
+            (0.011, 0.02),
+            (0.42, 0.5),
+            (3.0, 5.0),
+            (7.5, 10.0),
+        ] {
+            assert!(
+                (nice_ceiling(x) - want).abs() < 1e-9,
+                "{x} → {}",
+                nice_ceiling(x)
+            );
+        }
+    }
+}
