@@ -297,6 +297,17 @@ fn layering() -> Result<(), String> {
             naming.join("; ")
         ));
     }
+    // hooks-app's modules keep their layers: nothing names a module above it.
+    let breaches = modules::layer_breaches(
+        &modules::read_crate(&root().join("crates/hooks-app/src"))?,
+        modules::APP_LAYERS,
+    );
+    if !breaches.is_empty() {
+        return Err(format!(
+            "hooks-app's layers (xtask/src/modules.rs APP_LAYERS):\n  {}",
+            breaches.join("\n  ")
+        ));
+    }
     // No files of a crate import each other in a loop.
     let loops = modules::check(&root())?;
     if !loops.is_empty() {

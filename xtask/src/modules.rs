@@ -269,6 +269,48 @@ pub fn check(root: &Path) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// hooks-app's layers, top first. A module (by its first path segment) may name modules of
+/// its own layer or below, never above; every module must be in one.
+pub const APP_LAYERS: &[&[&str]] = &[
+    // The command table and the commands.
+    &["commands"],
+    // The driving side: Claude Code's hook entry point, the daemon, install, HTTP, alerts.
+    &["claude_hook", "daemon", "install", "http", "alerts"],
+    // The composition and what it builds from: adapters' choice, prompts, prices, trust,
+    // what is known of a session.
+    &["compose", "prompts", "prices", "trust", "sessions"],
+    // Leaves: the clap types, the options they parse into, output, shapes and helpers.
+    &["cli", "options", "output", "shapes", "fsutil", "blocking"],
+];
+
+/// Where hooks-app's modules break [`APP_LAYERS`], as readable lines.
+pub fn layer_breaches(files: &Files, layers: &[&[&str]]) -> Vec<String> {
+    let layer = |m: &str| {
+        let top = m.split("::").next().unwrap_or(m);
+        layers.iter().position(|l| l.contains(&top))
+    };
+    let mut out = Vec::new();
+    for m in files.keys().filter(|m| !m.is_empty()) {
+        if layer(m).is_none() {
+            let top = m.split("::").next().unwrap_or(m).to_owned();
+            out.push(format!("{top} is in no layer of xtask's APP_LAYERS"));
+        }
+    }
+    for ((a, b), names) in edges(files) {
+        if let (Some(la), Some(lb)) = (layer(&a), layer(&b))
+            && lb < la
+        {
+            out.push(format!(
+                "{a} (layer {la}) names {b} (layer {lb}), a layer above it: {}",
+                names.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The crates' source folders: `crates/*/src` and `xtask/src`.
 pub fn crates(root: &Path) -> Result<Vec<(String, std::path::PathBuf)>, String> {
     let mut out = Vec::new();
@@ -351,5 +393,23 @@ mod tests {
         service.insert_str(0, "use crate::planted::Thing;\n");
         let found = loops(&f);
         assert_eq!(found, [vec!["planted".to_owned(), "service".to_owned()]]);
+    }
+
+    #[test]
+    fn hooks_app_keeps_its_layers_and_a_leaf_naming_a_command_is_found() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let mut app = read_crate(&root.join("crates/hooks-app/src")).unwrap();
+        assert_eq!(layer_breaches(&app, APP_LAYERS), Vec::<String>::new());
+        app.get_mut("output")
+            .unwrap()
+            .push_str("\nuse crate::commands::dispatch;\n");
+        app.insert("newthing".into(), String::new());
+        let found = layer_breaches(&app, APP_LAYERS);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("newthing is in no layer"), "{found:?}");
+        assert!(
+            found[1].starts_with("output (layer 3) names commands (layer 0)"),
+            "{found:?}"
+        );
     }
 }
