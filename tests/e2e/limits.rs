@@ -13,6 +13,27 @@ fn claude_turn(app: &App, prompt: &str) -> Value {
     app.env.run(&app.proj, &["--", prompt]).1
 }
 
+/// Installs the hook with post-task due a second after a conversation says DONE, and has
+/// one do so; returns its session id (its post-task follow-up is queued).
+fn finished_conversation(app: &App) -> String {
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--delay",
+        "1",
+        "--max-context-k",
+        "0",
+    ]);
+    app.api.set_final_line(Some("COMPLETED"));
+    app.claude("build the feature SAY_DONE")["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 fn unix_now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
@@ -113,22 +134,7 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
 fn a_follow_up_overloaded_twice_goes_back_to_the_queue_and_then_runs() {
     let app = App::real();
     app.env.set_var("CLAUDE_CODE_MAX_RETRIES", "0");
-    app.ok(&["init"]);
-    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
-    app.ok(&[
-        "hooks",
-        "update",
-        "post-task",
-        "--delay",
-        "1",
-        "--max-context-k",
-        "0",
-    ]);
-    app.api.set_final_line(Some("COMPLETED"));
-    let sid = app.claude("build the feature SAY_DONE")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sid = finished_conversation(&app);
     assert_eq!(app.pending().len(), 1);
     // The next two requests are refused as overloaded (529), then answered.
     app.api.set_limit(Some(Limit::Overloaded { times: 2 }));
@@ -180,22 +186,7 @@ fn a_follow_up_that_hits_a_usage_limit_waits_for_the_reset_and_then_runs() {
     let app = App::real();
     app.env.as_subscriber();
     app.env.set_var("TZ", "UTC");
-    app.ok(&["init"]);
-    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
-    app.ok(&[
-        "hooks",
-        "update",
-        "post-task",
-        "--delay",
-        "1",
-        "--max-context-k",
-        "0",
-    ]);
-    app.api.set_final_line(Some("COMPLETED"));
-    let sid = app.claude("build the feature SAY_DONE")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let sid = finished_conversation(&app);
     // The follow-up itself meets the subscription's limit, resetting in a few seconds.
     let reset = unix_now() + 5;
     app.api.set_limit(Some(Limit::RateLimited { reset }));

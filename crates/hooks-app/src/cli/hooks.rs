@@ -1,6 +1,6 @@
 //! `hooks …`: the hook commands.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 use super::flags::JsonFlag;
 
@@ -25,26 +25,8 @@ pub enum HooksCmd {
         /// absolute path ending so is taken as that file in the workspace)
         #[arg(long, value_name = "P")]
         prompt_file: Option<String>,
-        #[arg(long, value_name = "S", allow_negative_numbers = true)]
-        delay: Option<String>,
-        /// conversation-done (a Stop ending in the done marker; the default) or
-        /// conversation-failed (a turn stopped by a usage limit, an overload, …)
-        #[arg(long, value_name = "E")]
-        event: Option<String>,
-        /// For conversation-failed: the failures followed up, comma-separated
-        /// (default rate_limit,overloaded,server_error)
-        #[arg(long, value_name = "LIST")]
-        errors: Option<String>,
-        #[arg(long, value_name = "K", allow_negative_numbers = true)]
-        max_context_k: Option<String>,
-        /// The most a follow-up may cost, in US dollars: estimated before it runs (skipped
-        /// over it) and passed to Claude as --max-budget-usd; 0 for no cap
-        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
-        max_cost_usd: Option<String>,
-        /// An entry found more than S seconds past its due time (the machine slept, no
-        /// daemon ran) is skipped as late, not fired; 0 for no limit
-        #[arg(long, value_name = "S", allow_negative_numbers = true)]
-        max_lateness: Option<String>,
+        #[command(flatten)]
+        values: HookValues,
         #[arg(long)]
         disabled: bool,
         /// Also follow up cron-spawned sessions
@@ -62,25 +44,8 @@ pub enum HooksCmd {
         /// The prompt: .claude/agents/hooks/NAME.md, relative to the workspace
         #[arg(long, value_name = "P")]
         prompt_file: Option<String>,
-        #[arg(long, value_name = "S", allow_negative_numbers = true)]
-        delay: Option<String>,
-        /// conversation-done (a Stop ending in the done marker; the default) or
-        /// conversation-failed (a turn stopped by a usage limit, an overload, …)
-        #[arg(long, value_name = "E")]
-        event: Option<String>,
-        /// For conversation-failed: the failures followed up, comma-separated
-        /// (default rate_limit,overloaded,server_error)
-        #[arg(long, value_name = "LIST")]
-        errors: Option<String>,
-        #[arg(long, value_name = "K", allow_negative_numbers = true)]
-        max_context_k: Option<String>,
-        /// The most a follow-up may cost, in US dollars; 0 for no cap
-        #[arg(long, value_name = "USD", allow_negative_numbers = true)]
-        max_cost_usd: Option<String>,
-        /// An entry found more than S seconds past its due time (the machine slept, no
-        /// daemon ran) is skipped as late, not fired; 0 for no limit
-        #[arg(long, value_name = "S", allow_negative_numbers = true)]
-        max_lateness: Option<String>,
+        #[command(flatten)]
+        values: HookValues,
         #[arg(long, conflicts_with = "disabled")]
         enabled: bool,
         #[arg(long)]
@@ -116,4 +81,31 @@ pub enum HooksCmd {
         #[command(flatten)]
         json: JsonFlag,
     },
+}
+
+/// What `hooks create` and `hooks update` both set, as typed.
+#[derive(Debug, Args)]
+pub struct HookValues {
+    /// Seconds after the event (default 10; 60 for conversation-failed)
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub delay: Option<String>,
+    /// conversation-done (a Stop ending in the done marker; the default) or
+    /// conversation-failed (a turn stopped by a usage limit, an overload, …)
+    #[arg(long, value_name = "E")]
+    pub event: Option<String>,
+    /// For conversation-failed: the failures followed up, comma-separated
+    /// (default rate_limit,overloaded,server_error)
+    #[arg(long, value_name = "LIST")]
+    pub errors: Option<String>,
+    /// Skip a conversation whose context is over K thousand tokens; 0 for no cap
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    pub max_context_k: Option<String>,
+    /// The most a follow-up may cost, in US dollars: estimated before it runs (skipped
+    /// over it) and passed to Claude as --max-budget-usd; 0 for no cap
+    #[arg(long, value_name = "USD", allow_negative_numbers = true)]
+    pub max_cost_usd: Option<String>,
+    /// An entry found more than S seconds past its due time (the machine slept, no
+    /// daemon ran) is skipped as late, not fired; 0 for no limit
+    #[arg(long, value_name = "S", allow_negative_numbers = true)]
+    pub max_lateness: Option<String>,
 }

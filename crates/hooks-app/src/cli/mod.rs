@@ -12,7 +12,7 @@ mod hooks;
 pub use admin::{AlertsCmd, BudgetCmd, StoreCmd, TrustArgs};
 pub use daemon::{InstallArgs, RunArgs, ServeArgs, UninstallArgs};
 pub use flags::JsonFlag;
-pub use hooks::HooksCmd;
+pub use hooks::{HookValues, HooksCmd};
 
 use crate::options::{HookTrigger, RunnerKind, SummaryBy};
 

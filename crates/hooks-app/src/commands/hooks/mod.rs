@@ -4,7 +4,7 @@ use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::Value;
 
-use crate::cli::HooksCmd;
+use crate::cli::{HookValues, HooksCmd};
 use crate::commands::ids::hook_id;
 use crate::compose::{block_on, service};
 use crate::output::{print_json, print_table, yes};
@@ -124,12 +124,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
         HooksCmd::Create {
             name,
             prompt_file,
-            delay,
-            event,
-            errors,
-            max_context_k,
-            max_cost_usd,
-            max_lateness,
+            values,
             disabled,
             include_cron,
             include_subagents,
@@ -144,22 +139,10 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             };
             let mut spec = HookSpec::new(&name, PromptFile::parse(&prompt_file)?)?;
             spec.apply(&HookPatch {
-                delay: delay.as_deref().map(Delay::parse).transpose()?,
-                event: event.as_deref().map(Event::parse).transpose()?,
-                errors: errors.as_deref().map(FailureKinds::parse).transpose()?,
-                max_context: max_context_k
-                    .as_deref()
-                    .map(ContextCap::parse)
-                    .transpose()?,
-                max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
-                max_lateness: max_lateness
-                    .as_deref()
-                    .map(MaxLateness::parse)
-                    .transpose()?,
                 enabled: Some(!disabled),
                 skip_cron: Some(!include_cron),
                 skip_subagents: Some(!include_subagents),
-                ..HookPatch::default()
+                ..patch_of(&values)?
             });
             warn_missing_prompt(ctx, &spec.prompt_file);
             let h = block_on(svc.create_hook(spec))??;
@@ -169,12 +152,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             id,
             name,
             prompt_file,
-            delay,
-            event,
-            errors,
-            max_context_k,
-            max_cost_usd,
-            max_lateness,
+            values,
             enabled,
             disabled,
             include_cron,
@@ -192,23 +170,12 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 }
             };
             let patch = HookPatch {
-                errors: errors.as_deref().map(FailureKinds::parse).transpose()?,
                 name: name.as_deref().map(validate_name).transpose()?,
-                event: event.as_deref().map(Event::parse).transpose()?,
-                delay: delay.as_deref().map(Delay::parse).transpose()?,
                 prompt_file: prompt_file.as_deref().map(PromptFile::parse).transpose()?,
                 enabled: flag(enabled, disabled),
                 skip_cron: flag(skip_cron, include_cron),
                 skip_subagents: flag(skip_subagents, include_subagents),
-                max_context: max_context_k
-                    .as_deref()
-                    .map(ContextCap::parse)
-                    .transpose()?,
-                max_cost: max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
-                max_lateness: max_lateness
-                    .as_deref()
-                    .map(MaxLateness::parse)
-                    .transpose()?,
+                ..patch_of(&values)?
             };
             if patch.is_empty() {
                 return Err(AppError::invalid(
@@ -256,4 +223,25 @@ fn warn_missing_prompt(ctx: &Context, p: &PromptFile) {
             ctx.workspace.display()
         );
     }
+}
+
+/// The values `hooks create` and `hooks update` share, checked: each error names its field.
+fn patch_of(v: &HookValues) -> AppResult<HookPatch> {
+    Ok(HookPatch {
+        delay: v.delay.as_deref().map(Delay::parse).transpose()?,
+        event: v.event.as_deref().map(Event::parse).transpose()?,
+        errors: v.errors.as_deref().map(FailureKinds::parse).transpose()?,
+        max_context: v
+            .max_context_k
+            .as_deref()
+            .map(ContextCap::parse)
+            .transpose()?,
+        max_cost: v.max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
+        max_lateness: v
+            .max_lateness
+            .as_deref()
+            .map(MaxLateness::parse)
+            .transpose()?,
+        ..HookPatch::default()
+    })
 }
