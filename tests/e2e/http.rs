@@ -299,7 +299,7 @@ fn the_api_serves_the_cli_use_cases_with_clear_errors() {
         Some("{}"),
     );
     error_of(&r, 405, "method");
-    assert_eq!(r.header("allow"), Some("GET, POST"));
+    assert_eq!(r.header("allow"), Some("GET, HEAD, POST"));
     error_of(&d.get("/api/v1/nothing"), 404, "path");
 
     // Events: the fields of notify, or a Claude Code hook input.

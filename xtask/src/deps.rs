@@ -15,6 +15,14 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("hooks-meta", &["hooks-core", "hooks-platform"]),
     ("hooks-runner-claude", &["hooks-core", "hooks-platform"]),
     ("hooks-runner-webhook", &["hooks-core"]),
+    // What the CLI and the API both print: the core's values as documents and text.
+    ("hooks-shapes", &["hooks-core"]),
+    // The driving HTTP adapter: the core, the shapes, the platform's private files; never
+    // a store, a runner or Claude Code's formats (the root implements its Backend).
+    (
+        "hooks-http",
+        &["hooks-core", "hooks-platform", "hooks-shapes"],
+    ),
     // Test support: no production crate.
     ("hooks-testkit", &[]),
     // The composition root: everything but the test support.
@@ -24,6 +32,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "hooks-core",
             "hooks-platform",
             "hooks-claude-code",
+            "hooks-shapes",
+            "hooks-http",
             "hooks-store-json",
             "hooks-store-postgres",
             "hooks-meta",

@@ -274,13 +274,14 @@ pub fn check(root: &Path) -> Result<Vec<String>, String> {
 pub const APP_LAYERS: &[&[&str]] = &[
     // The command table and the commands.
     &["commands"],
-    // The driving side: Claude Code's hook entry point, the daemon, install, HTTP, alerts.
-    &["claude_hook", "daemon", "install", "http", "alerts"],
+    // The driving side: Claude Code's hook entry point, the daemon (with the HTTP server's
+    // backend), install, alerts.
+    &["claude_hook", "daemon", "install", "alerts"],
     // The composition and what it builds from: adapters' choice, prompts, prices, trust,
     // what is known of a session.
     &["compose", "prompts", "prices", "trust", "sessions"],
-    // Leaves: the clap types, the options they parse into, output, shapes and helpers.
-    &["cli", "options", "output", "shapes", "fsutil", "blocking"],
+    // Leaves: the clap types, the options they parse into, output and helpers.
+    &["cli", "options", "output", "fsutil", "blocking"],
 ];
 
 /// Where hooks-app's modules break [`APP_LAYERS`], as readable lines.

@@ -20,40 +20,14 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
-/// Replaces `path` with `text` atomically (a temp file beside it, renamed over it), the file
-/// private to its owner (0600), creating its folder if need be.
+/// Replaces `path` with `text` atomically, private to its owner (see
+/// [`hooks_platform::files::write_private`]).
 pub fn write_private(path: &Path, text: &str) -> AppResult {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
-        std::process::id()
-    ));
-    create_private_dir(dir)
-        .and_then(|()| {
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            std::fs::rename(&tmp, path)
-        })
+    hooks_platform::files::write_private(path, text)
         .map_err(|e| AppError::runtime(format!("could not write {}: {e}", path.display())))
 }
 
-/// Creates `dir` and any missing parents private to their owner (0700); a folder that is
-/// already there keeps its mode.
-pub fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-}
+pub use hooks_platform::files::create_private_dir;
 
 /// The data folder's folders that others can enter or read, with their modes.
 pub fn loose_dirs(data_dir: &Path) -> Vec<(PathBuf, u32)> {

@@ -12,14 +12,12 @@ mod commands;
 mod compose;
 mod daemon;
 mod fsutil;
-mod http;
 mod install;
 mod options;
 mod output;
 mod prices;
 mod prompts;
 mod sessions;
-mod shapes;
 mod trust;
 
 use std::process::ExitCode;

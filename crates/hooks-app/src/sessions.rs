@@ -7,7 +7,6 @@ use hooks_core::stamp;
 use hooks_core::*;
 use serde_json::{Value, json};
 
-use crate::output::yes;
 use crate::{AppError, AppResult};
 
 /// Why text a person gave as a session id names no one conversation.
@@ -177,103 +176,7 @@ pub async fn session_view(
             "givesUpAt": p.gives_up_at().map(stamp::format),
             "waiting": p.waiting.as_ref().map(|w| w.reason.clone()),
         })).collect::<Vec<_>>(),
-        "runs": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
+        "runs": runs.iter().map(hooks_shapes::json::run).collect::<Vec<_>>(),
     });
     Ok((v, facts, pending))
-}
-
-/// The session lookup as sentences, one `(label, text)` per line: what `session` prints
-/// and the page shows.
-pub fn session_lines(
-    v: &Value,
-    facts: &SessionFacts,
-    pending: &[PendingEntry],
-    now: time::OffsetDateTime,
-) -> Vec<(&'static str, String)> {
-    let mut out = Vec::new();
-    let show = |x: &Value| match x {
-        Value::Null => "unknown".to_owned(),
-        Value::String(s) => s.clone(),
-        Value::Bool(b) => yes(*b),
-        other => other.to_string(),
-    };
-    for (k, label) in [
-        ("sessionId", "session"),
-        ("transcriptPath", "transcript"),
-        ("cwd", "cwd"),
-        ("subagent", "subagent"),
-        ("contextTokens", "context tokens"),
-        ("model", "model"),
-        ("lastChange", "last change"),
-        ("origin", "origin"),
-    ] {
-        out.push((label, show(&v[k])));
-    }
-    if facts.state.stamps.is_empty() {
-        out.push((
-            "stamps",
-            "none (no hook has fired for this session)".to_owned(),
-        ));
-    }
-    for (h, at) in &facts.state.stamps {
-        out.push(("stamp", format!("{h} fired at {}", stamp::format(*at))));
-    }
-    for e in v["estimates"].as_array().into_iter().flatten() {
-        let cap = match (e["maxCostUsd"].as_f64(), e["skippedBecause"].as_str()) {
-            (Some(_), Some(why)) => format!("; the cap skips it: {why}"),
-            (Some(c), None) => format!(" (cap {})", crate::output::usd(c)),
-            (None, _) => String::new(),
-        };
-        out.push((
-            "cost",
-            format!("{}: {}{cap}", show(&e["hookId"]), show(&e["text"])),
-        ));
-    }
-    out.push((
-        "conversation",
-        match &facts.open {
-            Some(o) => format!("open in claude, {o}"),
-            None => "not open in any claude process".to_owned(),
-        },
-    ));
-    if let Some(l) = &facts.lease {
-        out.push((
-            "running",
-            format!(
-                "{} ({}) by {} since {}{}",
-                l.lease.hook_id,
-                l.lease.run_id,
-                l.lease.owner,
-                stamp::format(l.lease.started_at),
-                if l.is_live(now) {
-                    ""
-                } else {
-                    "; its runner is gone"
-                }
-            ),
-        ));
-    }
-    for p in pending {
-        let state = match p.state_text(now).as_str() {
-            "due" | "queued" => format!("due at {}", p.due_at),
-            other => other.to_owned(),
-        };
-        out.push(("pending", format!("{} {state}", p.hook_id)));
-    }
-    for r in v["runs"].as_array().into_iter().flatten() {
-        let cost = r["costUsd"]
-            .as_f64()
-            .map(|c| format!(", cost {}", crate::output::usd(c)))
-            .unwrap_or_default();
-        out.push((
-            "run",
-            format!(
-                "{} at {}: {}{cost}",
-                show(&r["hookId"]),
-                show(&r["startedAt"]),
-                show(&r["status"])
-            ),
-        ));
-    }
-    out
 }

@@ -95,6 +95,38 @@ pub fn too_large(len: u64, cap: u64) -> io::Error {
     )
 }
 
+/// Replaces `path` with `text` atomically (a temp file beside it, renamed over it), the file
+/// private to its owner (0600), creating its folder if need be.
+pub fn write_private(path: &Path, text: &str) -> io::Result<()> {
+    use std::io::Write;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let tmp = dir.join(format!(
+        ".{}.{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
+        std::process::id()
+    ));
+    create_private_dir(dir).and_then(|()| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        std::fs::rename(&tmp, path)
+    })
+}
+
+/// Creates `dir` and any missing parents private to their owner (0700); a folder that is
+/// already there keeps its mode.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -35,7 +35,7 @@ pub fn budget(ctx: &Context, cmd: BudgetCmd) -> AppResult {
             let woken = block_on(svc.set_budget(Some(budget)))??;
             let (b, v) = block_on(svc.budget())??
                 .ok_or_else(|| AppError::runtime("the budget was not kept"))?;
-            println!("budget set: {}", crate::output::budget_line(&b, &v));
+            println!("budget set: {}", hooks_shapes::text::budget_line(&b, &v));
             if woken > 0 {
                 println!("{woken} follow-up(s) that waited for the budget are due again");
             }
@@ -43,9 +43,9 @@ pub fn budget(ctx: &Context, cmd: BudgetCmd) -> AppResult {
         BudgetCmd::Show(j) => {
             let current = block_on(svc.budget())??;
             match (current, j.json) {
-                (Some((b, v)), true) => print_json(&crate::shapes::budget(&b, &v)),
+                (Some((b, v)), true) => print_json(&hooks_shapes::json::budget(&b, &v)),
                 (None, true) => print_json(&Value::Null),
-                (Some((b, v)), false) => println!("{}", crate::output::budget_line(&b, &v)),
+                (Some((b, v)), false) => println!("{}", hooks_shapes::text::budget_line(&b, &v)),
                 (None, false) => println!("no daily budget (hooks-app budget set --daily-usd X)"),
             }
         }

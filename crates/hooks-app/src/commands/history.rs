@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use crate::commands::ids::hook_id;
 use crate::compose::{block_on, service};
-use crate::output::{print_json, print_table, seconds};
+use crate::output::{print_json, print_table};
 use crate::{AppResult, Context};
+use hooks_shapes::text::seconds;
 
 pub fn history(ctx: &Context, id: &str, json: bool) -> AppResult {
     let (svc, store) = service(ctx)?;
@@ -58,7 +59,9 @@ pub fn history(ctx: &Context, id: &str, json: bool) -> AppResult {
                     v["tookMs"]
                         .as_i64()
                         .map_or("-".into(), |ms| seconds(i128::from(ms))),
-                    v["costUsd"].as_f64().map_or("-".into(), crate::output::usd),
+                    v["costUsd"]
+                        .as_f64()
+                        .map_or("-".into(), hooks_shapes::text::usd),
                 ]
             })
             .collect::<Vec<_>>(),

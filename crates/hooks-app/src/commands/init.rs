@@ -12,7 +12,7 @@ pub fn init(ctx: &Context) -> AppResult {
     for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
         println!("{said}");
     }
-    crate::http::token(&ctx.data_dir)?;
+    hooks_http::token(&ctx.data_dir).map_err(AppError::runtime)?;
     let removed = store.signals.housekeep()?;
     if removed > 0 {
         println!("removed {removed} temp file(s) left by writers that died");

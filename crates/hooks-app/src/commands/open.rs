@@ -48,12 +48,12 @@ pub fn open(ctx: &Context, no_browser: bool) -> AppResult {
     };
     let login = format!(
         "{url}/login?token={}",
-        crate::http::one_time_login(&ctx.data_dir)?
+        hooks_http::one_time_login(&ctx.data_dir).map_err(AppError::runtime)?
     );
     println!("{login}");
     eprintln!(
         "(the link works once, within {} minutes)",
-        crate::http::LOGIN_TTL_SECS / 60
+        hooks_http::LOGIN_TTL_SECS / 60
     );
     let graphical = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()

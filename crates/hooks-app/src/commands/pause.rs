@@ -18,11 +18,11 @@ fn who() -> String {
 }
 
 pub fn pause(ctx: &Context, span: Option<&str>, json: bool) -> AppResult {
-    let span = span.map(crate::options::parse_span).transpose()?;
+    let span = span.map(hooks_shapes::span::parse_span).transpose()?;
     let (svc, _) = service(ctx)?;
     let p = block_on(svc.pause(span, &who()))??;
     if json {
-        print_json(&crate::shapes::pause(Some(&p)));
+        print_json(&hooks_shapes::json::pause(Some(&p)));
     } else {
         match p.until {
             Some(u) => println!(
@@ -46,7 +46,7 @@ pub fn unpause(ctx: &Context, json: bool) -> AppResult {
     } else {
         println!(
             "unpaused; {} woken",
-            crate::output::count(woken, "waiting follow-up", "waiting follow-ups")
+            hooks_shapes::text::count(woken, "waiting follow-up", "waiting follow-ups")
         );
     }
     Ok(())

@@ -11,7 +11,10 @@ pub fn pending(ctx: &Context, json: bool) -> AppResult {
     let snap = block_on(store.snapshot())??;
     if json {
         print_json(&Value::Array(
-            snap.pending.iter().map(crate::shapes::pending).collect(),
+            snap.pending
+                .iter()
+                .map(hooks_shapes::json::pending)
+                .collect(),
         ));
         return Ok(());
     }

@@ -7,10 +7,11 @@ use serde_json::{Value, json};
 use crate::compose::SystemClock;
 use crate::compose::block_on;
 use crate::options::SummaryBy;
-use crate::output::usd;
-use crate::output::{print_json, print_table, seconds, yes};
+use crate::output::{print_json, print_table};
 use crate::sessions::resolve_session;
 use crate::{AppError, AppResult, Context};
+use hooks_shapes::text::usd;
+use hooks_shapes::text::{seconds, yes};
 use std::collections::BTreeMap;
 
 pub fn runs(
@@ -53,7 +54,9 @@ pub fn runs(
         runs.drain(..runs.len().saturating_sub(n));
     }
     if json {
-        print_json(&Value::Array(runs.iter().map(crate::shapes::run).collect()));
+        print_json(&Value::Array(
+            runs.iter().map(hooks_shapes::json::run).collect(),
+        ));
         return Ok(());
     }
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
@@ -73,8 +76,8 @@ pub fn runs(
                 r.session_id.to_string(),
                 r.status_text(),
                 opt(o.completed.map(yes)),
-                opt(o.cost_usd.map(crate::output::usd)),
-                opt(r.estimated_cost_usd.map(crate::output::usd)),
+                opt(o.cost_usd.map(hooks_shapes::text::usd)),
+                opt(r.estimated_cost_usd.map(hooks_shapes::text::usd)),
                 opt(tokens),
                 opt(r.took().map(|d| seconds(d.whole_milliseconds()))),
                 opt(o.duration_ms.map(|d| seconds(i128::from(d)))),

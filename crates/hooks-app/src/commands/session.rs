@@ -5,9 +5,9 @@ use hooks_core::*;
 use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::sessions::resolve_session;
-use crate::sessions::session_lines;
 use crate::sessions::session_view;
 use crate::{AppResult, Context};
+use hooks_shapes::text::session_lines;
 
 pub fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     SessionId::parse(session)?;

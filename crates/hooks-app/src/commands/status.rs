@@ -7,8 +7,8 @@ use serde_json::json;
 use crate::compose::block_on;
 use crate::daemon::ondemand::daemon_running;
 use crate::output::print_json;
-use crate::output::usd;
 use crate::{AppResult, Context};
+use hooks_shapes::text::usd;
 
 pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let store = ctx.open_store()?;
@@ -74,9 +74,9 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "waitingForClose": close_waits.len(),
         "firstGivesUpAt": first_give_up.map(stamp::format),
         "totalCostUsd": cost,
-        "budget": budget.as_ref().map(|(b, bv)| crate::shapes::budget(b, bv)),
-        "pause": crate::shapes::pause(paused.as_ref()),
-        "recentRuns": runs.iter().map(crate::shapes::run).collect::<Vec<_>>(),
+        "budget": budget.as_ref().map(|(b, bv)| hooks_shapes::json::budget(b, bv)),
+        "pause": hooks_shapes::json::pause(paused.as_ref()),
+        "recentRuns": runs.iter().map(hooks_shapes::json::run).collect::<Vec<_>>(),
     });
     if as_json {
         print_json(&v);
@@ -161,7 +161,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         );
     }
     match &budget {
-        Some((b, bv)) => println!("budget        {}", crate::output::budget_line(b, bv)),
+        Some((b, bv)) => println!("budget        {}", hooks_shapes::text::budget_line(b, bv)),
         None => println!("budget        none (hooks-app budget set --daily-usd X)"),
     }
     println!(

@@ -26,6 +26,7 @@ use crate::{AppError, AppResult, Context, compose};
 pub mod ondemand;
 mod report;
 mod scheduler;
+mod web;
 
 use scheduler::*;
 
@@ -94,37 +95,46 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     let mut mark = mark_running(&ctx.data_dir);
     let grace = Duration::from_secs(a.run.shutdown_grace);
     let rt = runtime()?;
-    let metrics = Arc::new(crate::http::Metrics::default());
+    let metrics = Arc::new(hooks_http::Metrics::default());
     // Bound before `serving` is said: a port that is taken ends the start with an error.
     let mut http_url = None;
     if let Some(addr) = a.http {
-        let opts = crate::http::HttpOptions {
+        let opts = hooks_http::HttpOptions {
             addr,
             no_auth: a.http_no_auth,
             allow_insecure: a.http_allow_insecure,
         };
-        crate::http::check_options(&opts)?;
+        hooks_http::check_options(&opts).map_err(AppError::invalid)?;
         let token = if opts.no_auth {
             warn!(%addr, "--http-no-auth: anyone on this machine can use the API and the page");
             None
         } else {
-            Some(crate::http::token(&ctx.data_dir)?)
+            Some(hooks_http::token(&ctx.data_dir).map_err(AppError::runtime)?)
         };
-        let listener = rt.block_on(crate::http::bind(&opts, &ctx.data_dir))?;
+        let listener = rt.block_on(web::bind(&opts, &ctx.data_dir))?;
         let at = listener
             .local_addr()
             .map_err(|e| AppError::runtime(format!("http: {e}")))?;
-        let state = Arc::new(crate::http::HttpState::new(
-            svc.clone(),
-            store.clone(),
-            Arc::new(ctx.meta(&store)),
-            ctx.clone(),
+        let backend = web::Web {
+            ctx: ctx.clone(),
+            svc: svc.clone(),
+            store: store.clone(),
+            meta: Arc::new(ctx.meta(&store)),
+        };
+        let config = hooks_http::HttpConfig {
+            addr: at,
             token,
-            metrics.clone(),
-            at,
+            data_dir: ctx.data_dir.clone(),
+            metrics: metrics.clone(),
+        };
+        let state = Arc::new(hooks_http::HttpState::new(
+            svc.clone(),
+            store.data.clone(),
+            Arc::new(backend),
+            config,
         ));
         let _in_rt = rt.enter();
-        crate::http::spawn(listener, state);
+        hooks_http::spawn(listener, state);
         http_url = Some((format!("http://{at}"), !opts.no_auth));
     }
     let _registered = self::ondemand::register(

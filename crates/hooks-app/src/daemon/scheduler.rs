@@ -70,7 +70,7 @@ pub struct Loop {
     pub idle: Option<Idle>,
     pub idle_since: Option<Instant>,
     /// What `/metrics` shows of this daemon's firings, when it serves HTTP.
-    pub metrics: Option<Arc<crate::http::Metrics>>,
+    pub metrics: Option<Arc<hooks_http::Metrics>>,
     /// After a failed look at the store: how long until the next try (1 s, doubling to
     /// 60 s), so a passing fault never leaves the daemon without a timer.
     pub store_backoff: Option<Duration>,

@@ -67,7 +67,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
             Some(base) => http_handler(
                 base,
                 on_end,
-                crate::http::TOKEN_ENV,
+                hooks_http::TOKEN_ENV,
                 crate::compose::FOLLOW_UP_ENV,
             ),
             None => command_handler(command_for(
@@ -138,8 +138,8 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
             "the http hook sends the token from ${0}: put `export {0}=$(cat {1})` where Claude Code's \
              environment comes from. An http hook loses the event when no daemon listens (Claude \
              Code only reports the error), so keep a daemon running (`hooks-app serve --http …`)",
-            crate::http::TOKEN_ENV,
-            ctx.data_dir.join(crate::http::TOKEN_FILE).display()
+            hooks_http::TOKEN_ENV,
+            ctx.data_dir.join(hooks_http::TOKEN_FILE).display()
         );
     }
     if a.scope == Scope::Project && !a.dry_run {

@@ -17,11 +17,12 @@ pub fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
         http: a.http,
     };
     if let Some(addr) = a.http {
-        crate::http::check_options(&crate::http::HttpOptions {
+        hooks_http::check_options(&hooks_http::HttpOptions {
             addr,
             no_auth: false,
             allow_insecure: false,
-        })?;
+        })
+        .map_err(AppError::invalid)?;
         if a.daemon == DaemonMode::None {
             return Err(AppError::invalid(
                 "http: --http needs a daemon to serve it: --daemon on-demand (the default) or service",

@@ -7,8 +7,9 @@ use serde_json::Value;
 use crate::cli::{HookValues, HooksCmd};
 use crate::commands::ids::hook_id;
 use crate::compose::{block_on, service};
-use crate::output::{print_json, print_table, yes};
+use crate::output::{print_json, print_table};
 use crate::{AppError, AppResult, Context};
+use hooks_shapes::text::yes;
 
 mod run;
 
@@ -24,7 +25,7 @@ fn hook_row(h: &Hook) -> Vec<String> {
         },
         h.max_cost
             .usd()
-            .map_or_else(|| "none".into(), crate::output::usd),
+            .map_or_else(|| "none".into(), hooks_shapes::text::usd),
         h.prompt_file.to_string(),
         h.last_status
             .as_ref()
@@ -40,7 +41,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             let hooks = block_on(svc.list_hooks())??;
             if j.json {
                 print_json(&Value::Array(
-                    hooks.iter().map(crate::shapes::hook).collect(),
+                    hooks.iter().map(hooks_shapes::json::hook).collect(),
                 ));
             } else {
                 print_table(
@@ -60,7 +61,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
         HooksCmd::Show { id, json } => {
             let h = block_on(svc.get_hook(&hook_id(&id)?))??;
             if json.json {
-                print_json(&crate::shapes::hook(&h));
+                print_json(&hooks_shapes::json::hook(&h));
             } else {
                 let rows = [
                     ("id", h.id.to_string()),
@@ -91,7 +92,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         "max cost",
                         h.max_cost.usd().map_or_else(
                             || "no cap".into(),
-                            |c| format!("{} per follow-up", crate::output::usd(c)),
+                            |c| format!("{} per follow-up", hooks_shapes::text::usd(c)),
                         ),
                     ),
                     (

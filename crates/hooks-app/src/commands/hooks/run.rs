@@ -86,12 +86,12 @@ pub fn run(
             .find(|x| x.started_at >= r.at && x.finished_at.is_some());
         if let Some(run) = ended {
             if json {
-                print_json(&crate::shapes::run(&run));
+                print_json(&hooks_shapes::json::run(&run));
             } else {
                 let cost = run
                     .outcome
                     .cost_usd
-                    .map(|c| format!(", cost {}", crate::output::usd(c)))
+                    .map(|c| format!(", cost {}", hooks_shapes::text::usd(c)))
                     .unwrap_or_default();
                 println!("{hook} on {sid}: {}{cost}", run.status_text());
             }
@@ -108,7 +108,7 @@ pub fn run(
             // Waiting (but for seconds of quiet) is an outcome for now: it runs when what it
             // waits for ends.
             if json {
-                print_json(&crate::shapes::pending(p));
+                print_json(&hooks_shapes::json::pending(p));
             } else {
                 println!("{hook} on {sid}: waits: {}", w.reason);
             }

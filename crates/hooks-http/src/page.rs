@@ -6,16 +6,15 @@ use std::collections::BTreeMap;
 
 use maud::{Markup, PreEscaped};
 
+use axum::http::StatusCode;
+use axum::response::Response;
 use hooks_core::*;
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::{Response, StatusCode};
 use serde_json::Value;
 
-use super::chart::chart;
-use super::metrics::version;
-use super::state::{ApiError, Caller, HttpState, respond};
-use crate::output::count;
+use crate::chart::chart;
+use crate::metrics::version;
+use crate::state::{ApiError, Caller, HttpState, respond};
+use hooks_shapes::text::count;
 
 /// The API's description (OpenAPI 3.0).
 pub const OPENAPI: &str = include_str!("openapi.json");
@@ -59,7 +58,7 @@ pub fn message_page(text: &str) -> String {
     html("hooks-app", maud::html! { h1 { "hooks-app" } p { (text) } })
 }
 
-pub fn login_needed() -> Response<Full<Bytes>> {
+pub fn login_needed() -> Response {
     respond(
         StatusCode::UNAUTHORIZED,
         "text/html; charset=utf-8",
@@ -135,7 +134,7 @@ pub async fn page(
     caller: &Caller,
     q: &[(String, String)],
     errors: Option<(&FieldErrors, &Value)>,
-) -> Result<Response<Full<Bytes>>, ApiError> {
+) -> Result<Response, ApiError> {
     let csrf = match caller {
         Caller::Page { csrf } => csrf.clone(),
         Caller::Token => String::new(),
@@ -152,27 +151,17 @@ pub async fn page(
         .filter(|a| !a.is_empty());
     let lookup = match &asked {
         None => None,
-        Some(sid) => Some(
-            match crate::sessions::resolve_session(s.meta.as_ref(), &s.store, sid).await {
-                Err(e) => Err(crate::AppError::from(e).message),
-                Ok(sid) => {
-                    let (v, facts, pending) =
-                        crate::sessions::session_view(&s.svc, s.meta.as_ref(), &s.store, &sid)
-                            .await?;
-                    Ok((
-                        sid,
-                        crate::sessions::session_lines(&v, &facts, &pending, now),
-                    ))
-                }
-            },
-        ),
+        Some(sid) => Some(match s.backend.find_session(sid).await {
+            Err(e) => Err(e.message()),
+            Ok(sid) => Ok((sid.clone(), s.backend.session(&sid).await?.lines)),
+        }),
     };
     let version = version(s).await?;
     let paused = s.svc.paused().await?;
     let body = maud::html! {
         h1 { "hooks-app" }
         p.muted {
-            "store " (s.store.signals.location()) " · "
+            "store " (s.backend.store_location()) " · "
             (count(snap.hooks.len(), "hook", "hooks")) " · "
             (snap.pending.len()) " pending · "
             (count(runs.len(), "run", "runs")) " in the log · this page follows the store · v"
@@ -312,7 +301,7 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
         },
         h.max_cost
             .usd()
-            .map(|c| format!(", cost ≤ {}", crate::output::usd(c)))
+            .map(|c| format!(", cost ≤ {}", hooks_shapes::text::usd(c)))
             .unwrap_or_default()
     );
     let field = |name: &str, label: &str, value: String| -> Markup {
@@ -412,7 +401,7 @@ fn run_row(r: &RunRecord, now: stamp::Timestamp) -> Markup {
             }
             td.num data-label="took" { (r.took().map_or(dash.clone(), |d| secs(d.whole_milliseconds()))) }
             td.num data-label="API time" { (o.duration_ms.map_or(dash.clone(), |d| secs(i128::from(d)))) }
-            td.num data-label="cost" { (o.cost_usd.map_or(dash.clone(), crate::output::usd)) }
+            td.num data-label="cost" { (o.cost_usd.map_or(dash.clone(), hooks_shapes::text::usd)) }
             td.num data-label="tokens" { (tokens.map_or(dash, |t| t.to_string())) }
         }
     }

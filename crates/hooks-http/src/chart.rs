@@ -7,7 +7,7 @@ use maud::Markup;
 
 use hooks_core::*;
 
-use crate::output::count;
+use hooks_shapes::text::count;
 
 /// The last 30 days' cost and runs per day (UTC): an SVG bar chart with a y-axis and each
 /// day's figures on hover, and the same figures as a table for screen readers.
@@ -34,19 +34,19 @@ pub fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
     let ticks = [0.0, top / 2.0, top];
     maud::html! {
         h2 { "Last 30 days" }
-        p.muted { (count(n, "run", "runs")) ", " (crate::output::usd(total)) " in all (UTC days)" }
+        p.muted { (count(n, "run", "runs")) ", " (hooks_shapes::text::usd(total)) " in all (UTC days)" }
         svg #chart viewBox={ "0 " (-pad) " " (w) " " (h + 16.0 + pad) } width="100%" role="img"
-            aria-label={ "cost per day over the last 30 days, up to " (crate::output::usd(max)) } {
+            aria-label={ "cost per day over the last 30 days, up to " (hooks_shapes::text::usd(max)) } {
             @for t in ticks {
                 @let y = h - if top > 0.0 { t / top * h } else { 0.0 };
                 line x1=(left) x2=(w) y1=(y) y2=(y) stroke="#e3e6ea" {}
-                text x=(left - 4.0) y=(y + 3.0) text-anchor="end" { (crate::output::usd(t)) }
+                text x=(left - 4.0) y=(y + 3.0) text-anchor="end" { (hooks_shapes::text::usd(t)) }
             }
             @for (i, (day, (cost, runs))) in days.iter().enumerate() {
                 @let bh = if top > 0.0 { cost / top * h } else { 0.0 };
                 rect x=(format!("{:.1}", left + i as f64 * bw + 1.0)) y=(format!("{:.1}", h - bh))
                     width=(format!("{:.1}", bw - 2.0)) height=(format!("{bh:.1}")) fill="#4a78c2" {
-                    title { (day) ": " (crate::output::usd(*cost)) " over " (count(*runs, "run", "runs")) }
+                    title { (day) ": " (hooks_shapes::text::usd(*cost)) " over " (count(*runs, "run", "runs")) }
                 }
             }
             text x=(left) y=(h + 13.0) { (today - time::Duration::days(29)) }
@@ -56,7 +56,7 @@ pub fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
             caption { "Cost and runs per day, last 30 days" }
             tr { th { "day" } th { "cost" } th { "runs" } }
             @for (day, (cost, runs)) in days.iter().rev() {
-                tr { td { (day) } td { (crate::output::usd(*cost)) } td { (runs) } }
+                tr { td { (day) } td { (hooks_shapes::text::usd(*cost)) } td { (runs) } }
             }
         }
     }

@@ -5,24 +5,9 @@ use std::sync::atomic::Ordering;
 
 use hooks_core::service::{NotifyEvent, NotifyOutcome, NotifyReport};
 use hooks_core::*;
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response, StatusCode};
 use serde_json::{Map, Value, json};
 
-use super::state::*;
-
-pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(ApiError::bad("body", "must be a JSON object")),
-        Err(e) => Err(ApiError::bad("body", format!("must be JSON: {e}"))),
-    }
-}
-
-pub fn query(req: &Request<Incoming>) -> Vec<(String, String)> {
-    super::state::form_fields(req.uri().query().unwrap_or("").as_bytes())
-}
+use crate::state::*;
 
 pub fn hook_id(id: &str) -> Result<HookId, ApiError> {
     HookId::parse(id).map_err(|e| ApiError::not_found("id", e.rule))
@@ -183,7 +168,7 @@ pub async fn events(
     bytes: &[u8],
     follow_up: bool,
     on_end: bool,
-) -> Result<Response<Full<Bytes>>, ApiError> {
+) -> Result<Vec<NotifyReport>, ApiError> {
     let m = json_object(bytes)?;
     s.metrics.events.fetch_add(1, Ordering::Relaxed);
     let reports = if m.contains_key("hook_event_name") {
@@ -191,12 +176,7 @@ pub async fn events(
             // A follow-up's own Stop: this app started that run.
             Vec::new()
         } else {
-            let on = on_end.then_some(crate::options::HookTrigger::SessionEnd);
-            let plan = crate::claude_hook::plan(&s.ctx, bytes, on, "body")?;
-            match plan {
-                None => Vec::new(),
-                Some(p) => crate::claude_hook::carry_out(&s.svc, &p).await?.0,
-            }
+            s.backend.hook_input(bytes, on_end).await?
         }
     } else {
         const FIELDS: &[&str] = &["sessionId", "event", "cwd", "transcriptPath", "origin"];
@@ -237,10 +217,7 @@ pub async fn events(
             }
         }
     }
-    Ok(json_response(
-        StatusCode::OK,
-        &Value::Array(reports.iter().map(report_json).collect()),
-    ))
+    Ok(reports)
 }
 
 pub fn skip_label(why: &hooks_core::decide::SkipReason) -> &'static str {

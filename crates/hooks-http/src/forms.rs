@@ -1,37 +1,41 @@
 //! The page's forms: a hook's fields, enabling and running hooks, checked as the API checks
 //! them and answered with the page (and the fields' errors).
 
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::response::Response;
 use hooks_core::*;
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{self, HeaderValue};
-use hyper::{Request, Response, StatusCode};
 use serde_json::Value;
 
-use super::state::{ApiError, Caller, HttpState, respond};
-
-/// The API's description (OpenAPI 3.0).
-use super::page::{FieldErrors, page};
+use crate::page::{FieldErrors, page};
+use crate::state::{ApiError, Body, Caller, HttpState, respond};
 
 /// `POST /ui/hooks/{id}/toggle|edit`: the page's forms. The form carries the CSRF token.
 pub async fn form(
-    s: &HttpState,
-    caller: &Caller,
-    req: Request<Incoming>,
-    rest: &[String],
-) -> Result<Response<Full<Bytes>>, ApiError> {
+    State(s): State<Arc<HttpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Path(rest): Path<String>,
+    Body(bytes): Body,
+) -> Result<Response, ApiError> {
+    let s = &*s;
+    let caller = &caller;
+    let rest: Vec<String> = rest.split('/').map(str::to_owned).collect();
     let Caller::Page { csrf } = caller else {
         return Err(ApiError::not_found(
             "path",
             "the page's forms are for the page",
         ));
     };
-    let headers_ok = super::state::origin_ok(&req);
-    let bytes = super::state::read_body(req).await?;
-    let fields = super::state::form_fields(&bytes);
+    let headers_ok = crate::state::origin_ok(&headers);
+    let fields = crate::state::form_fields(&bytes);
     let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.as_str());
     if !headers_ok
-        || !get("csrf").is_some_and(|t| super::state::same(t.as_bytes(), csrf.as_bytes()))
+        || !get("csrf").is_some_and(|t| crate::state::same(t.as_bytes(), csrf.as_bytes()))
     {
         return Err(ApiError::new(
             StatusCode::FORBIDDEN,

@@ -1,28 +1,28 @@
 //! Who may call: the API token (`<data-dir>/http.token`), one-time logins and the page's
 //! session cookie with its CSRF token, and the checks of a request's origin.
 
+use std::io;
 use std::path::Path;
 
-use http_body_util::Full;
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{self, HeaderValue};
-use hyper::{Request, Response, StatusCode};
+use hooks_platform::files::write_private;
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::response::Response;
 use tracing::warn;
 
-use crate::AppError;
-
-use super::fields::query;
-use super::page;
-use super::state::*;
+use crate::page;
+use crate::state::*;
 
 /// The variable an installed `http` hook takes the token from.
 pub const TOKEN_ENV: &str = "HOOKS_APP_HTTP_TOKEN";
 
 /// The file holding the API token.
 pub const TOKEN_FILE: &str = "http.token";
-
-/// Where one-time login tokens wait to be used.
-pub const LOGIN_DIR: &str = "http-logins";
 
 /// How long a one-time login token lasts.
 pub const LOGIN_TTL_SECS: u64 = 300;
@@ -31,31 +31,27 @@ pub const LOGIN_TTL_SECS: u64 = 300;
 pub const FOLLOW_UP_HEADER: &str = "x-hooks-app-follow-up";
 
 /// Random bytes as hex, from the kernel.
-pub fn random_hex(bytes: usize) -> Result<String, AppError> {
+pub fn random_hex(bytes: usize) -> io::Result<String> {
     use std::io::Read;
     let mut b = vec![0u8; bytes];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut b))
-        .map_err(|e| AppError::runtime(format!("could not read /dev/urandom: {e}")))?;
+        .map_err(|e| io::Error::new(e.kind(), format!("could not read /dev/urandom: {e}")))?;
     Ok(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
-/// The API token, made (0600) when there is none yet.
-pub fn token(data_dir: &Path) -> Result<String, AppError> {
+/// The API token, made (0600) when there is none yet. An error names the file.
+pub fn token(data_dir: &Path) -> Result<String, String> {
     let p = data_dir.join(TOKEN_FILE);
     match std::fs::read_to_string(&p) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
         Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(AppError::runtime(format!(
-                "could not read {}: {e}",
-                p.display()
-            )));
-        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("could not read {}: {e}", p.display())),
     }
-    let t = random_hex(32)?;
-    crate::fsutil::write_private(&p, &format!("{t}\n"))?;
+    let t = random_hex(32).map_err(|e| e.to_string())?;
+    write_private(&p, &format!("{t}\n"))
+        .map_err(|e| format!("could not write {}: {e}", p.display()))?;
     Ok(t)
 }
 
@@ -71,15 +67,17 @@ pub fn token_hash(t: &str) -> String {
 
 /// A one-time login token for the page, good for [`LOGIN_TTL_SECS`]. Only its hash is
 /// written down.
-pub fn one_time_login(data_dir: &Path) -> Result<String, AppError> {
+pub fn one_time_login(data_dir: &Path) -> Result<String, String> {
     let dir = data_dir.join(LOGIN_DIR);
-    let t = random_hex(24)?;
+    let t = random_hex(24).map_err(|e| e.to_string())?;
     let until = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0)
         + LOGIN_TTL_SECS;
-    crate::fsutil::write_private(&dir.join(token_hash(&t)), &format!("{until}\n"))?;
+    let p = dir.join(token_hash(&t));
+    write_private(&p, &format!("{until}\n"))
+        .map_err(|e| format!("could not write {}: {e}", p.display()))?;
     Ok(t)
 }
 
@@ -103,11 +101,11 @@ pub fn use_login(dir: &Path, t: &str) -> bool {
     text.trim().parse::<u64>().is_ok_and(|until| now <= until)
 }
 
-pub fn authenticate(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
-    let caller = authenticate_inner(state, req);
+pub fn authenticate(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
+    let caller = authenticate_inner(state, headers);
     // A session's cookie has its lifetime renewed on each use.
     if matches!(caller, Some(Caller::Page { .. }))
-        && let Some(c) = super::state::cookie_value(req.headers(), &state.cookie_name())
+        && let Some(c) = crate::state::cookie_value(headers, &state.cookie_name())
         && let Some(s) = lock(&state.sessions).get_mut(&c)
     {
         s.expires = std::time::Instant::now() + SESSION_TTL;
@@ -115,12 +113,11 @@ pub fn authenticate(state: &HttpState, req: &Request<Incoming>) -> Option<Caller
     caller
 }
 
-pub fn authenticate_inner(state: &HttpState, req: &Request<Incoming>) -> Option<Caller> {
+fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
     let Some(token) = &state.token else {
         return Some(Caller::Token);
     };
-    if let Some(v) = req
-        .headers()
+    if let Some(v) = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         && let Some(given) = v.strip_prefix("Bearer ")
@@ -128,7 +125,7 @@ pub fn authenticate_inner(state: &HttpState, req: &Request<Incoming>) -> Option<
     {
         return Some(Caller::Token);
     }
-    let c = super::state::cookie_value(req.headers(), &state.cookie_name())?;
+    let c = crate::state::cookie_value(headers, &state.cookie_name())?;
     let mut sessions = lock(&state.sessions);
     let now = std::time::Instant::now();
     sessions.retain(|_, s| s.expires > now);
@@ -157,22 +154,18 @@ pub fn session_cookie(state: &HttpState, id: Option<&str>) -> Option<HeaderValue
 
 /// A state-changing request from the page must carry its CSRF token (header or form field)
 /// and come from the page's own origin.
-pub fn csrf_ok(req: &Request<Incoming>, csrf: &str, form_token: Option<&str>) -> bool {
-    let given = req
-        .headers()
+pub fn csrf_ok(headers: &HeaderMap, csrf: &str, form_token: Option<&str>) -> bool {
+    let given = headers
         .get("x-csrf-token")
         .and_then(|v| v.to_str().ok())
         .or(form_token);
-    given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) && origin_ok(req)
+    given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) && origin_ok(headers)
 }
 
-pub fn login(state: &HttpState, req: &Request<Incoming>) -> Response<Full<Bytes>> {
-    let q = query(req);
-    let t = q
-        .iter()
-        .find(|(k, _)| k == "token")
-        .map_or("", |(_, v)| v.as_str());
-    if !use_login(&state.ctx.data_dir.join(LOGIN_DIR), t) {
+/// `GET /login?token=…`: a one-time login becomes the page's session cookie.
+pub async fn login(State(state): State<Arc<HttpState>>, q: Params) -> Response {
+    let t = q.get("token").unwrap_or("");
+    if !use_login(&state.login_dir, t) {
         warn!("a login with an unknown or used token was refused");
         return respond(
             StatusCode::UNAUTHORIZED,
@@ -214,7 +207,7 @@ pub fn login(state: &HttpState, req: &Request<Incoming>) -> Response<Full<Bytes>
     let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "logged in");
     r.headers_mut()
         .insert(header::LOCATION, HeaderValue::from_static("/"));
-    if let Some(v) = session_cookie(state, Some(&id)) {
+    if let Some(v) = session_cookie(&state, Some(&id)) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     r
@@ -223,17 +216,17 @@ pub fn login(state: &HttpState, req: &Request<Incoming>) -> Response<Full<Bytes>
 /// `POST /logout` from the page (its CSRF token in the form): the session ends here and in
 /// the browser.
 pub async fn logout(
-    state: &HttpState,
-    req: Request<Incoming>,
-    caller: &Caller,
-) -> Response<Full<Bytes>> {
+    State(state): State<Arc<HttpState>>,
+    Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
+    Body(form): Body,
+) -> Response {
     let Caller::Page { csrf } = caller else {
         return ApiError::not_found("path", "logging out is for the page").response();
     };
-    let id = super::state::cookie_value(req.headers(), &state.cookie_name());
-    let origin = origin_ok(&req);
-    let form = read_body(req).await.unwrap_or_default();
-    let given = super::state::form_fields(&form)
+    let id = crate::state::cookie_value(&headers, &state.cookie_name());
+    let origin = origin_ok(&headers);
+    let given = crate::state::form_fields(&form)
         .into_iter()
         .find(|(k, _)| k == "csrf")
         .map(|(_, v)| v);
@@ -253,7 +246,7 @@ pub async fn logout(
         "text/html; charset=utf-8",
         page::message_page("Logged out. Run `hooks-app open` to log in again."),
     );
-    if let Some(v) = session_cookie(state, None) {
+    if let Some(v) = session_cookie(&state, None) {
         r.headers_mut().insert(header::SET_COOKIE, v);
     }
     r

@@ -4,21 +4,27 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hooks_core::ports::SessionMeta;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::StatusCode;
+use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
+use hooks_core::ports::HookStore;
 use hooks_core::service::Service;
 use hooks_core::*;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
-use hyper::header::{self, HeaderValue};
-use hyper::{Request, Response, StatusCode};
-use serde_json::{Value, json};
+use http_body_util::{BodyExt, Limited};
+use serde_json::{Map, Value, json};
 
-use crate::compose::Store;
-use crate::{AppError, Context};
+use crate::Backend;
+
+/// Where one-time login tokens wait to be used.
+pub const LOGIN_DIR: &str = "http-logins";
 
 /// The most a request body may hold.
 pub const MAX_BODY: usize = 1024 * 1024;
@@ -101,15 +107,27 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
+/// How the server was set up by the program that starts it.
+pub struct HttpConfig {
+    /// Where it listens: the `Host` a request must name, and the cookie's name.
+    pub addr: SocketAddr,
+    /// The API token; `None` with `--http-no-auth`.
+    pub token: Option<String>,
+    /// The data folder: one-time logins wait in its `http-logins`.
+    pub data_dir: PathBuf,
+    /// The counters the daemon shares with the server.
+    pub metrics: Arc<Metrics>,
+}
+
 /// What the handlers share.
 pub struct HttpState {
     pub svc: Arc<Service>,
-    pub store: Store,
-    pub meta: Arc<dyn SessionMeta>,
-    pub ctx: Context,
+    pub store: Arc<dyn HookStore>,
+    pub backend: Arc<dyn Backend>,
     /// `None` with `--http-no-auth`.
     pub token: Option<String>,
     pub metrics: Arc<Metrics>,
+    pub(crate) login_dir: PathBuf,
     /// Page sessions: cookie value → its CSRF token and when it lapses.
     pub(crate) sessions: Mutex<HashMap<String, PageSession>>,
     /// Where this server listens: the `Host` a request must name, and the cookie's name.
@@ -122,24 +140,23 @@ pub(crate) struct PageSession {
 }
 
 impl HttpState {
+    /// The server's state: the core's service and store, the root's [`Backend`], and how
+    /// it was set up.
     pub fn new(
         svc: Arc<Service>,
-        store: Store,
-        meta: Arc<dyn SessionMeta>,
-        ctx: Context,
-        token: Option<String>,
-        metrics: Arc<Metrics>,
-        addr: SocketAddr,
+        store: Arc<dyn HookStore>,
+        backend: Arc<dyn Backend>,
+        config: HttpConfig,
     ) -> Self {
         Self {
             svc,
             store,
-            meta,
-            ctx,
-            token,
-            metrics,
+            backend,
+            token: config.token,
+            metrics: config.metrics,
+            login_dir: config.data_dir.join(LOGIN_DIR),
             sessions: Mutex::new(HashMap::new()),
-            addr,
+            addr: config.addr,
         }
     }
 
@@ -184,16 +201,30 @@ impl ApiError {
     pub fn not_found(field: &str, rule: impl Into<String>) -> Self {
         Self::new(StatusCode::NOT_FOUND, field, rule)
     }
-    pub fn response(&self) -> Response<Full<Bytes>> {
-        let message = if self.field.is_empty() {
+    /// The service cannot answer now: 503 with what went wrong.
+    pub fn unavailable(rule: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "", rule)
+    }
+    /// `field: rule`, or the rule alone.
+    pub fn message(&self) -> String {
+        if self.field.is_empty() {
             self.rule.clone()
         } else {
             format!("{}: {}", self.field, self.rule)
-        };
+        }
+    }
+    pub fn response(&self) -> Response {
+        let message = self.message();
         json_response(
             self.status,
             &json!({"error": {"field": self.field, "rule": self.rule, "message": message}}),
         )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.response()
     }
 }
 
@@ -217,42 +248,31 @@ impl From<hooks_core::service::ServiceError> for ApiError {
     }
 }
 
-impl From<AppError> for ApiError {
-    fn from(e: AppError) -> Self {
-        if e.code == 2 {
-            let (field, rule) = e
-                .message
-                .split_once(": ")
-                .map_or(("", e.message.as_str()), |(f, r)| (f, r));
-            Self::bad(field, rule)
-        } else {
-            Self::new(StatusCode::SERVICE_UNAVAILABLE, "", e.message)
-        }
-    }
-}
-
 impl From<hooks_core::ports::StoreError> for ApiError {
     fn from(e: hooks_core::ports::StoreError) -> Self {
         hooks_core::service::ServiceError::Store(e).into()
     }
 }
 
-pub fn json_response(status: StatusCode, v: &Value) -> Response<Full<Bytes>> {
+pub fn json_response(status: StatusCode, v: &Value) -> Response {
     let body = serde_json::to_vec(v).unwrap_or_else(|_| b"null".to_vec());
     respond(status, "application/json", body)
 }
 
-pub fn respond(
-    status: StatusCode,
-    content_type: &str,
-    body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(body.into()));
-    *r.status_mut() = status;
-    let h = r.headers_mut();
+/// A response of `content_type`; the headers every response carries are added by
+/// [`security_headers`] on the way out.
+pub fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response {
+    let mut r = (status, body.into()).into_response();
     if let Ok(v) = HeaderValue::from_str(content_type) {
-        h.insert(header::CONTENT_TYPE, v);
+        r.headers_mut().insert(header::CONTENT_TYPE, v);
     }
+    r
+}
+
+/// What every answer carries, the router's own (a 405, a rejection) included: no caching,
+/// no sniffing, no framing, no referrer to other sites, and for HTML a policy that allows
+/// only the page's own inline style and script.
+pub fn security_headers(h: &mut HeaderMap) {
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -266,7 +286,11 @@ pub fn respond(
         header::REFERRER_POLICY,
         HeaderValue::from_static("same-origin"),
     );
-    if content_type.starts_with("text/html") {
+    let html = h
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"));
+    if html {
         // The page's own inline style and script, calls and forms to itself, nothing else.
         h.insert(
             header::CONTENT_SECURITY_POLICY,
@@ -277,7 +301,6 @@ pub fn respond(
             ),
         );
     }
-    r
 }
 
 /// Who made the request.
@@ -290,7 +313,7 @@ pub enum Caller {
 }
 
 /// The body, bounded and within the read timeout.
-pub async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
+pub async fn read_body(req: Request) -> Result<Bytes, ApiError> {
     if req
         .headers()
         .get(header::CONTENT_LENGTH)
@@ -298,11 +321,7 @@ pub async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
         .and_then(|v| v.parse::<u64>().ok())
         .is_some_and(|n| n > MAX_BODY as u64)
     {
-        return Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body",
-            format!("must be at most {MAX_BODY} bytes"),
-        ));
+        return Err(too_large());
     }
     let limited = Limited::new(req.into_body(), MAX_BODY);
     let limit = read_timeout();
@@ -312,13 +331,70 @@ pub async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
             "body",
             format!("must arrive within {} ms", limit.as_millis()),
         )),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "body",
-            format!("must be at most {MAX_BODY} bytes"),
-        )),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Ok(Err(e)) => Err(ApiError::bad("body", format!("could not be read: {e}"))),
         Ok(Ok(c)) => Ok(c.to_bytes()),
+    }
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "body",
+        format!("must be at most {MAX_BODY} bytes"),
+    )
+}
+
+/// Extractor: the request's body, at most [`MAX_BODY`] bytes, within the read timeout.
+pub struct Body(pub Bytes);
+
+impl<S: Send + Sync> FromRequest<S> for Body {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
+        read_body(req).await.map(Body)
+    }
+}
+
+/// Extractor: the body as a JSON object (a body of only white space is an empty one when
+/// `EMPTY_OK`).
+pub struct JsonObject<const EMPTY_OK: bool = false>(pub serde_json::Map<String, Value>);
+
+impl<S: Send + Sync, const EMPTY_OK: bool> FromRequest<S> for JsonObject<EMPTY_OK> {
+    type Rejection = ApiError;
+    async fn from_request(req: Request, _: &S) -> Result<Self, ApiError> {
+        let bytes = read_body(req).await?;
+        if EMPTY_OK && bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self(serde_json::Map::new()));
+        }
+        json_object(&bytes).map(Self)
+    }
+}
+
+/// A JSON object, or the error saying what the body is instead.
+pub fn json_object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad("body", "must be a JSON object")),
+        Err(e) => Err(ApiError::bad("body", format!("must be JSON: {e}"))),
+    }
+}
+
+/// Extractor: a query's fields in order, by axum's `Query` (invalid `%` sequences kept).
+pub struct Params(pub Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Params {
+    type Rejection = ApiError;
+    async fn from_request_parts(parts: &mut Parts, s: &S) -> Result<Self, ApiError> {
+        Query::<Vec<(String, String)>>::from_request_parts(parts, s)
+            .await
+            .map(|Query(q)| Params(q))
+            .map_err(|e| ApiError::bad("query", e.body_text()))
+    }
+}
+
+impl Params {
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.iter().find(|(f, _)| f == k).map(|(_, v)| v.as_str())
     }
 }
 
@@ -329,9 +405,9 @@ pub fn form_fields(text: &[u8]) -> Vec<(String, String)> {
 }
 
 /// The value of cookie `name` among a request's `Cookie` headers, by the `cookie` crate.
-pub fn cookie_value(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
+pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
-        .get_all(hyper::header::COOKIE)
+        .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(cookie::Cookie::split_parse)
@@ -341,14 +417,13 @@ pub fn cookie_value(headers: &hyper::HeaderMap, name: &str) -> Option<String> {
 }
 
 /// No `Origin`, or this server's own.
-pub fn origin_ok(req: &hyper::Request<hyper::body::Incoming>) -> bool {
-    let host = req
-        .headers()
-        .get(hyper::header::HOST)
+pub fn origin_ok(headers: &HeaderMap) -> bool {
+    let host = headers
+        .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     // An `Origin` that is not text is no origin of ours.
-    req.headers().get(hyper::header::ORIGIN).is_none_or(|o| {
+    headers.get(header::ORIGIN).is_none_or(|o| {
         o.to_str()
             .is_ok_and(|o| o == format!("http://{host}") || o == format!("https://{host}"))
     })
@@ -372,12 +447,9 @@ mod tests {
                 ("flag".to_owned(), String::new()),
             ]
         );
-        let mut h = hyper::HeaderMap::new();
-        h.append(
-            hyper::header::COOKIE,
-            "a=1; hooks_app_8080=abc".parse().unwrap(),
-        );
-        h.append(hyper::header::COOKIE, "other=2".parse().unwrap());
+        let mut h = HeaderMap::new();
+        h.append(header::COOKIE, "a=1; hooks_app_8080=abc".parse().unwrap());
+        h.append(header::COOKIE, "other=2".parse().unwrap());
         assert_eq!(cookie_value(&h, "hooks_app_8080").as_deref(), Some("abc"));
         assert_eq!(cookie_value(&h, "other").as_deref(), Some("2"));
         assert_eq!(cookie_value(&h, "hooks_app_9090"), None);

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use hooks_core::*;
 
-use super::state::{ApiError, HttpState};
+use crate::state::{ApiError, HttpState};
 
 /// A value that changes whenever what the page shows changes.
 pub async fn version(s: &HttpState) -> Result<String, ApiError> {
@@ -97,7 +97,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     let mut by: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
     let mut cost: BTreeMap<String, f64> = BTreeMap::new();
     let mut tokens: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
-    let mut duration = super::state::Histogram::default();
+    let mut duration = crate::state::Histogram::default();
     for r in runs
         .iter()
         .filter(|r| r.finished_at.is_some() || r.outcome.status.is_some())
@@ -117,7 +117,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
             }
         }
         if let Some(ms) = r.outcome.duration_ms {
-            duration.observe(super::state::DURATION_BUCKETS, ms as f64 / 1000.0);
+            duration.observe(crate::state::DURATION_BUCKETS, ms as f64 / 1000.0);
         }
     }
     let _ = writeln!(
@@ -157,7 +157,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
         &mut t,
         "hooks_app_run_duration_seconds",
         "How long follow-up runs took.",
-        super::state::DURATION_BUCKETS,
+        crate::state::DURATION_BUCKETS,
         &duration,
     );
     let late = m.lateness.lock().map(|g| g.clone()).unwrap_or_default();
@@ -165,7 +165,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
         &mut t,
         "hooks_app_lateness_seconds",
         "How late this daemon started follow-ups (start - due).",
-        super::state::LATENESS_BUCKETS,
+        crate::state::LATENESS_BUCKETS,
         &late,
     );
     let snap = s.store.snapshot().await?;
@@ -203,7 +203,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     Ok(t)
 }
 
-fn histogram(t: &mut String, name: &str, help: &str, buckets: &[f64], h: &super::state::Histogram) {
+fn histogram(t: &mut String, name: &str, help: &str, buckets: &[f64], h: &crate::state::Histogram) {
     let _ = writeln!(t, "# HELP {name} {help}\n# TYPE {name} histogram");
     for (i, b) in buckets.iter().enumerate() {
         let _ = writeln!(

@@ -1,0 +1,284 @@
+//! `serve --http ADDR`: the daemon's JSON API under `/api/v1` (the CLI's use cases and
+//! `--json` shapes), Claude Code's `http` hooks at `POST /api/v1/events`, Prometheus
+//! metrics at `/metrics` and a web page at `/`, in the daemon's own process.
+//!
+//! Auth, as Jupyter does it: a bearer token (`<data-dir>/http.token`, made on first use) is
+//! required even on loopback, where other users of the machine can connect too. `hooks-app
+//! open` hands out a one-time login URL; using it sets an HttpOnly, SameSite=Strict cookie.
+//! A request authenticated by that cookie that changes anything must carry the session's
+//! CSRF token and come from the page's own origin. Tokens are compared in constant time and
+//! never logged. Bodies over 1 MiB are refused; a client that is slow to send its request
+//! is cut off.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::{Request, State};
+use axum::http::header::{self, HeaderValue};
+use axum::http::{Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::Response;
+use tower::ServiceExt as _;
+use tracing::{info, warn};
+
+mod auth;
+mod backend;
+mod chart;
+mod fields;
+mod forms;
+mod metrics;
+mod page;
+mod routes;
+mod state;
+#[cfg(test)]
+mod tests;
+
+use auth::*;
+pub use auth::{LOGIN_TTL_SECS, TOKEN_ENV, TOKEN_FILE, one_time_login, token};
+use state::origin_ok;
+
+pub use backend::{Backend, Lookup, SessionView};
+pub use fields::skip_label;
+use state::read_timeout;
+pub use state::{
+    ApiError, Caller, HttpConfig, HttpState, Metrics, json_response, read_body, respond,
+};
+
+/// How the listener was asked for.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    pub no_auth: bool,
+    pub allow_insecure: bool,
+}
+
+/// Checks the address against the auth options: `--http-no-auth` only on loopback; a
+/// non-loopback address only with `--http-allow-insecure` (TLS belongs in front of it).
+/// The error is the rule broken, for the caller to report as bad usage.
+pub fn check_options(o: &HttpOptions) -> Result<(), String> {
+    let lo = o.addr.ip().is_loopback();
+    if o.no_auth && !lo {
+        return Err(format!(
+            "http: --http-no-auth is allowed only on a loopback address (got {})",
+            o.addr
+        ));
+    }
+    if !lo && !o.allow_insecure {
+        return Err(format!(
+            "http: {} is not a loopback address: put TLS in front of it (a reverse proxy) and pass --http-allow-insecure",
+            o.addr
+        ));
+    }
+    Ok(())
+}
+
+/// The most connections served at once; one more is closed at once. Well under the
+/// default 1,024 open files, so the daemon keeps files for its store and its runs.
+pub const MAX_CONNECTIONS: usize = 256;
+
+/// How long writing a response may stall (a client that sends and never reads).
+fn write_timeout() -> Duration {
+    read_timeout()
+}
+
+/// The whole application: [`routes::router`] behind the guard (host, auth, CSRF) and the
+/// answer's finishing (the API's 405, the security headers).
+pub fn app(state: Arc<HttpState>) -> axum::Router {
+    let routed = routes::router()
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .with_state(state);
+    // Around the whole router, not each route: a route's 405 gets its `Allow` header from
+    // the route itself, after any layer on the route has run.
+    axum::Router::new()
+        .fallback_service(routed)
+        .layer(middleware::from_fn(finish))
+}
+
+/// Serves connections until the process ends: at most [`MAX_CONNECTIONS`] at once, each
+/// cut off when its head is slow to arrive (also while idle between requests), its body
+/// slow (see [`state::read_body`]) or its answer not read.
+pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let app = app(state.clone());
+    tokio::spawn(async move {
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let (tcp, peer) = match listener.accept().await {
+                Ok(c) => {
+                    backoff = Duration::from_millis(10);
+                    c
+                }
+                Err(e) => {
+                    // Out of files (EMFILE) and the like: waiting is the only cure, and a
+                    // loop that retries at once burns a core.
+                    warn!(error = %e, wait_ms = backoff.as_millis() as u64, "http: accept failed");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                    continue;
+                }
+            };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                // Closed at once: the client learns now, rather than waiting on a queue.
+                drop(tcp);
+                continue;
+            };
+            let (state, app) = (state.clone(), app.clone());
+            tokio::spawn(async move {
+                let _slot = slot;
+                let mut io = tokio_io_timeout::TimeoutStream::new(tcp);
+                io.set_write_timeout(Some(write_timeout()));
+                let io = hyper_util::rt::TokioIo::new(Box::pin(io));
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let (state, app) = (state.clone(), app.clone());
+                        async move {
+                            let path = req.uri().path().to_owned();
+                            let method = req.method().clone();
+                            let started = std::time::Instant::now();
+                            if !path.ends_with("/healthz") {
+                                *state::lock(&state.metrics.last_request) = Some(started);
+                            }
+                            let r = match app.oneshot(req.map(axum::body::Body::new)).await {
+                                Ok(r) => r,
+                                Err(never) => match never {},
+                            };
+                            if r.status().is_server_error()
+                                || r.status() == StatusCode::UNAUTHORIZED
+                            {
+                                // Never the request's headers or body: a token could be in them.
+                                info!(%peer, %method, path, status = r.status().as_u16(), ms = started.elapsed().as_millis() as u64, "http");
+                            }
+                            Ok::<_, std::convert::Infallible>(r)
+                        }
+                    },
+                );
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(read_timeout())
+                    .max_buf_size(64 * 1024)
+                    .serve_connection(io, svc);
+                let _ = conn.await;
+            });
+        }
+    });
+}
+
+/// On the way out of every answer: the router's bare 405 becomes the API's error, and the
+/// security headers are set.
+async fn finish(req: Request, next: Next) -> Response {
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    let mut r = next.run(req).await;
+    if r.status() == StatusCode::METHOD_NOT_ALLOWED {
+        r = routes::method_not_allowed(method.as_str(), &path, r);
+    }
+    state::security_headers(r.headers_mut());
+    r
+}
+
+/// Paths anyone may ask for: the health check, the API's description, the login.
+const PUBLIC: &[&str] = &[
+    "/api/v1/healthz",
+    "/api/v1/openapi.json",
+    "/login",
+    "/favicon.ico",
+];
+
+/// Before any route: the `Host` must name this server; then, but for [`PUBLIC`] paths,
+/// the caller must be known (token or page session), a write without a token must be JSON
+/// from this origin, and the page's writes must carry its CSRF token (its forms and logout
+/// check theirs in the form). Who called goes on in the request's extensions.
+async fn guard(State(state): State<Arc<HttpState>>, mut req: Request, next: Next) -> Response {
+    match admit(&state, &req) {
+        Err(r) => r,
+        Ok(None) => next.run(req).await,
+        Ok(Some(caller)) => {
+            req.extensions_mut().insert(caller);
+            next.run(req).await
+        }
+    }
+}
+
+// The refusal is the answer itself, sent at once: boxing it would buy nothing.
+#[allow(clippy::result_large_err)]
+fn admit(state: &HttpState, req: &Request) -> Result<Option<Caller>, Response> {
+    let path = req.uri().path();
+    let method = req.method();
+    let headers = req.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !state.host_ok(host) {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Host",
+            format!(
+                "must name this server ({} or localhost:{})",
+                state.addr,
+                state.addr.port()
+            ),
+        )
+        .response());
+    }
+    if PUBLIC.contains(&path) {
+        return Ok(None);
+    }
+    let Some(caller) = authenticate(state, headers) else {
+        if method == Method::GET && path == "/" {
+            return Err(page::login_needed());
+        }
+        let mut r = ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "Authorization",
+            "must be `Bearer <token>` with the token in <data-dir>/http.token (or log in with `hooks-app open`)",
+        )
+        .response();
+        r.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"hooks-app\""),
+        );
+        return Err(r);
+    };
+    let changes = !matches!(*method, Method::GET | Method::HEAD);
+    // Without a token, nothing tells a web page's request from the user's: a write must be
+    // one no page can send without asking first (JSON), from this server's own origin.
+    if changes && state.token.is_none() {
+        let json = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.split(';')
+                    .next()
+                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+            });
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Content-Type",
+                "must be application/json for a change without a token (--http-no-auth)",
+            )
+            .response());
+        }
+        if !origin_ok(headers) {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Origin",
+                "must be this server's own origin",
+            )
+            .response());
+        }
+    }
+    // The page posts forms with the token in a field; the API sends it as a header.
+    let own_check = path == "/logout" || path.starts_with("/ui/");
+    if changes
+        && !own_check
+        && let Caller::Page { csrf } = &caller
+        && !csrf_ok(headers, csrf, None)
+    {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "X-CSRF-Token",
+            "must be the page's token, sent from the page's own origin",
+        )
+        .response());
+    }
+    Ok(Some(caller))
+}

@@ -1,0 +1,254 @@
+//! The server driven through its whole router (guard and all) by the core's in-memory
+//! service and a backend that records what reaches it: the crate's boundary.
+
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use axum::response::Response;
+use hooks_core::service::{Config, NotifyReport, Ports, Service};
+use hooks_core::testing::*;
+use hooks_core::{SessionId, post_task_id};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::{ApiError, Backend, HttpConfig, HttpState, Lookup, Metrics, SessionView};
+
+const TOKEN: &str = "0123456789abcdef";
+
+/// Records the hook inputs it is handed.
+#[derive(Default)]
+pub struct Recording {
+    pub inputs: Mutex<Vec<(String, bool)>>,
+}
+
+#[async_trait::async_trait]
+impl Backend for Recording {
+    fn store_location(&self) -> String {
+        "memory".into()
+    }
+    async fn health(&self) -> Result<(), String> {
+        Ok(())
+    }
+    async fn hook_input(&self, body: &[u8], end: bool) -> Result<Vec<NotifyReport>, ApiError> {
+        let text = String::from_utf8_lossy(body).into_owned();
+        self.inputs.lock().unwrap().push((text, end));
+        Ok(Vec::new())
+    }
+    async fn find_session(&self, text: &str) -> Result<SessionId, Lookup> {
+        SessionId::parse(text).map_err(|e| Lookup::Invalid(e.rule))
+    }
+    async fn session(&self, id: &SessionId) -> Result<SessionView, ApiError> {
+        Ok(SessionView {
+            json: json!({"sessionId": id.as_str()}),
+            lines: vec![("session", id.to_string())],
+        })
+    }
+}
+
+pub struct App {
+    pub backend: Arc<Recording>,
+    pub state: Arc<HttpState>,
+}
+
+/// A server over the in-memory service with its two seeded hooks, behind the token.
+pub async fn app() -> App {
+    let now = time::OffsetDateTime::from_unix_timestamp(1_796_000_000).unwrap();
+    let store = InMemoryStore::seeded(now);
+    let ports = Ports {
+        store: store.clone(),
+        meta: InMemoryMeta::new(),
+        runner: ScriptedRunner::ok(),
+        prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", "Tidy up."),
+        clock: ManualClock::new(now),
+    };
+    let svc = Arc::new(Service::new(ports, Config::new("me")));
+    let backend = Arc::new(Recording::default());
+    let config = HttpConfig {
+        addr: "127.0.0.1:8080".parse().unwrap(),
+        token: Some(TOKEN.into()),
+        data_dir: std::env::temp_dir().join("hooks-http-tests-no-logins"),
+        metrics: Arc::new(Metrics::default()),
+    };
+    let state = Arc::new(HttpState::new(svc, store, backend.clone(), config));
+    App { backend, state }
+}
+
+impl App {
+    /// `method path` with the token, this server's `Host` and a JSON body.
+    pub async fn call(&self, method: &str, path: &str, body: &str) -> Response {
+        self.send(
+            method,
+            path,
+            body,
+            &[("authorization", &format!("Bearer {TOKEN}"))],
+        )
+        .await
+    }
+
+    pub async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        body: &str,
+        headers: &[(&str, &str)],
+    ) -> Response {
+        let mut req = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "127.0.0.1:8080")
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Body::from(body.to_owned())).unwrap();
+        crate::app(self.state.clone()).oneshot(req).await.unwrap()
+    }
+
+    pub async fn json(&self, method: &str, path: &str, body: &str) -> (StatusCode, Value) {
+        let r = self.call(method, path, body).await;
+        let status = r.status();
+        let bytes = r.into_body().collect().await.unwrap().to_bytes();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+        )
+    }
+}
+
+#[tokio::test]
+async fn the_api_drives_the_service_it_is_given_and_hands_hook_inputs_to_the_backend() {
+    let app = app().await;
+    let post_task = post_task_id();
+    let (status, hooks) = app.json("GET", "/api/v1/hooks", "").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(hooks.as_array().unwrap().len(), 2, "{hooks}");
+    let seeded = |id: &str| {
+        hooks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["id"] == id)
+            .cloned()
+    };
+    assert_eq!(
+        seeded(post_task.as_str()).unwrap()["enabled"],
+        true,
+        "{hooks}"
+    );
+
+    // A conversation done, told in notify's fields: post-task is queued, and pending shows it.
+    let (status, reports) = app
+        .json("POST", "/api/v1/events", r#"{"sessionId":"s-1"}"#)
+        .await;
+    assert_eq!(status, StatusCode::OK, "{reports}");
+    let queued: Vec<&Value> = reports
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["outcome"] == "queued")
+        .collect();
+    assert_eq!(queued.len(), 1, "{reports}");
+    assert_eq!(queued[0]["hookId"], post_task.as_str());
+    let (_, pending) = app.json("GET", "/api/v1/pending", "").await;
+    assert_eq!(pending[0]["sessionId"], "s-1", "{pending}");
+
+    // Disabled through the API, the hook skips the next conversation.
+    let path = format!("/api/v1/hooks/{post_task}/disable");
+    let (status, hook) = app.json("POST", &path, "").await;
+    assert_eq!((status, &hook["enabled"]), (StatusCode::OK, &json!(false)));
+    let (_, reports) = app
+        .json("POST", "/api/v1/events", r#"{"sessionId":"s-2"}"#)
+        .await;
+    assert!(
+        reports
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["outcome"] == "skipped"),
+        "{reports}"
+    );
+
+    // Claude Code's hook input goes to the backend as it came; a follow-up's own does not.
+    let input = r#"{"hook_event_name":"Stop","session_id":"s-3"}"#;
+    let (status, _) = app
+        .json("POST", "/api/v1/events?on=session-end", input)
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let r = app
+        .send(
+            "POST",
+            "/api/v1/events",
+            input,
+            &[
+                ("authorization", &format!("Bearer {TOKEN}")),
+                ("x-hooks-app-follow-up", "1"),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(
+        *app.backend.inputs.lock().unwrap(),
+        [(input.to_owned(), true)]
+    );
+
+    // A field the API does not know is refused by name, and nothing changes.
+    let (status, e) = app
+        .json("POST", "/api/v1/hooks", r#"{"name":"x","colour":"red"}"#)
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(e["error"]["field"], "colour", "{e}");
+    let (_, hooks) = app.json("GET", "/api/v1/hooks", "").await;
+    assert_eq!(hooks.as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn the_guard_and_the_router_answer_what_they_refuse_as_the_api_does() {
+    let app = app().await;
+    // No token: 401 naming the header, with the challenge.
+    let r = app.send("GET", "/api/v1/hooks", "", &[]).await;
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().contains_key("www-authenticate"));
+    // A token, but a page of another name (DNS rebinding): 403 naming Host.
+    let req = Request::builder()
+        .uri("/api/v1/hooks")
+        .header("host", "evil.example:8080")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::empty())
+        .unwrap();
+    let r = crate::app(app.state.clone()).oneshot(req).await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // The health check needs nothing.
+    let r = app.send("GET", "/api/v1/healthz", "", &[]).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    // A method a path does not take: 405 with Allow, as the API's error.
+    let (status, e) = app.json("PUT", "/api/v1/hooks", "{}").await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(e["error"]["field"], "method");
+    assert!(
+        e["error"]["rule"]
+            .as_str()
+            .unwrap()
+            .contains("GET, HEAD, POST"),
+        "{e}"
+    );
+    // A path it does not have: 404 pointing at the document.
+    let (status, e) = app.json("GET", "/api/v1/nothing", "").await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(
+        e["error"]["rule"]
+            .as_str()
+            .unwrap()
+            .contains("openapi.json"),
+        "{e}"
+    );
+    // Every answer, the router's own included, carries the security headers.
+    for (m, p) in [("PUT", "/api/v1/hooks"), ("GET", "/nothing"), ("GET", "/")] {
+        let r = app.call(m, p, "").await;
+        assert_eq!(r.headers()["x-frame-options"], "DENY", "{m} {p}");
+        assert_eq!(r.headers()["cache-control"], "no-store", "{m} {p}");
+    }
+    let r = app.call("GET", "/", "").await;
+    assert!(r.headers().contains_key("content-security-policy"));
+}

@@ -1,0 +1,145 @@
+//! The forms of money, time, counts and yes/no that the CLI prints and the page shows, and
+//! a conversation's facts as sentences.
+
+use hooks_core::stamp;
+use hooks_core::*;
+use serde_json::Value;
+
+pub fn yes(b: bool) -> String {
+    if b { "yes".into() } else { "no".into() }
+}
+
+/// Milliseconds as seconds with one decimal: `1.4s`.
+pub fn seconds(ms: i128) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+/// Dollars as people read them: `$0.00` for nothing, cents for a dollar or more, and four
+/// places below, where single runs usually are.
+pub fn usd(v: f64) -> String {
+    if v == 0.0 {
+        "$0.00".to_owned()
+    } else if v.abs() >= 1.0 {
+        format!("${v:.2}")
+    } else {
+        format!("${v:.4}")
+    }
+}
+
+/// `n thing` or `n things`.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// One line for `status` and `budget show`: today's spend against the budget (in the
+/// amounts the budget's decisions print).
+pub fn budget_line(b: &hooks_core::cost::Budget, v: &hooks_core::cost::BudgetView) -> String {
+    use hooks_core::cost::{WhenReached, usd};
+    format!(
+        "{} spent today ({}, {}) of {} a day; a follow-up it cannot pay for {}",
+        usd(v.spent_today),
+        v.today.date,
+        v.zone,
+        usd(v.daily_usd),
+        match b.when_reached {
+            WhenReached::Wait => "waits for the next day",
+            WhenReached::Skip => "is skipped",
+        }
+    )
+}
+
+/// The session lookup as sentences, one `(label, text)` per line: what `session` prints
+/// and the page shows.
+pub fn session_lines(
+    v: &Value,
+    facts: &SessionFacts,
+    pending: &[PendingEntry],
+    now: time::OffsetDateTime,
+) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let show = |x: &Value| match x {
+        Value::Null => "unknown".to_owned(),
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => yes(*b),
+        other => other.to_string(),
+    };
+    for (k, label) in [
+        ("sessionId", "session"),
+        ("transcriptPath", "transcript"),
+        ("cwd", "cwd"),
+        ("subagent", "subagent"),
+        ("contextTokens", "context tokens"),
+        ("model", "model"),
+        ("lastChange", "last change"),
+        ("origin", "origin"),
+    ] {
+        out.push((label, show(&v[k])));
+    }
+    if facts.state.stamps.is_empty() {
+        out.push((
+            "stamps",
+            "none (no hook has fired for this session)".to_owned(),
+        ));
+    }
+    for (h, at) in &facts.state.stamps {
+        out.push(("stamp", format!("{h} fired at {}", stamp::format(*at))));
+    }
+    for e in v["estimates"].as_array().into_iter().flatten() {
+        let cap = match (e["maxCostUsd"].as_f64(), e["skippedBecause"].as_str()) {
+            (Some(_), Some(why)) => format!("; the cap skips it: {why}"),
+            (Some(c), None) => format!(" (cap {})", usd(c)),
+            (None, _) => String::new(),
+        };
+        out.push((
+            "cost",
+            format!("{}: {}{cap}", show(&e["hookId"]), show(&e["text"])),
+        ));
+    }
+    out.push((
+        "conversation",
+        match &facts.open {
+            Some(o) => format!("open in claude, {o}"),
+            None => "not open in any claude process".to_owned(),
+        },
+    ));
+    if let Some(l) = &facts.lease {
+        out.push((
+            "running",
+            format!(
+                "{} ({}) by {} since {}{}",
+                l.lease.hook_id,
+                l.lease.run_id,
+                l.lease.owner,
+                stamp::format(l.lease.started_at),
+                if l.is_live(now) {
+                    ""
+                } else {
+                    "; its runner is gone"
+                }
+            ),
+        ));
+    }
+    for p in pending {
+        let state = match p.state_text(now).as_str() {
+            "due" | "queued" => format!("due at {}", p.due_at),
+            other => other.to_owned(),
+        };
+        out.push(("pending", format!("{} {state}", p.hook_id)));
+    }
+    for r in v["runs"].as_array().into_iter().flatten() {
+        let cost = r["costUsd"]
+            .as_f64()
+            .map(|c| format!(", cost {}", usd(c)))
+            .unwrap_or_default();
+        out.push((
+            "run",
+            format!(
+                "{} at {}: {}{cost}",
+                show(&r["hookId"]),
+                show(&r["startedAt"]),
+                show(&r["status"])
+            ),
+        ));
+    }
+    out
+}
