@@ -15,6 +15,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ("hooks-meta", &["hooks-core", "hooks-platform"]),
     ("hooks-runner-claude", &["hooks-core", "hooks-platform"]),
     ("hooks-runner-webhook", &["hooks-core"]),
+    ("hooks-prompts", &["hooks-core", "hooks-platform"]),
+    ("hooks-alerts", &["hooks-core", "hooks-platform"]),
     // What the CLI and the API both print: the core's values as documents and text.
     ("hooks-shapes", &["hooks-core"]),
     // The driving HTTP adapter: the core, the shapes, the platform's private files; never
@@ -34,6 +36,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "hooks-claude-code",
             "hooks-shapes",
             "hooks-http",
+            "hooks-prompts",
+            "hooks-alerts",
             "hooks-store-json",
             "hooks-store-postgres",
             "hooks-meta",

@@ -256,6 +256,10 @@ fn layering() -> Result<(), String> {
         "hooks-runner-claude",
         "hooks-runner-webhook",
         "hooks-claude-code",
+        "hooks-shapes",
+        "hooks-http",
+        "hooks-prompts",
+        "hooks-alerts",
         "hooks-app",
     ] {
         if tree(pkg)?
@@ -275,6 +279,7 @@ fn layering() -> Result<(), String> {
         "hooks_meta::MetaStore",
         "hooks_runner_claude",
         "hooks_runner_webhook",
+        "FilePrompts",
         "JsonStore",
         "PgStore",
         "SessionFiles",

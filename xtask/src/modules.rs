@@ -276,10 +276,10 @@ pub const APP_LAYERS: &[&[&str]] = &[
     &["commands"],
     // The driving side: Claude Code's hook entry point, the daemon (with the HTTP server's
     // backend), install, alerts.
-    &["claude_hook", "daemon", "install", "alerts"],
+    &["claude_hook", "daemon", "install"],
     // The composition and what it builds from: adapters' choice, prompts, prices, trust,
     // what is known of a session.
-    &["compose", "prompts", "prices", "trust", "sessions"],
+    &["compose", "prices"],
     // Leaves: the clap types, the options they parse into, output and helpers.
     &["cli", "options", "output", "fsutil", "blocking"],
 ];

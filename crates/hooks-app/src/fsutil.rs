@@ -8,17 +8,7 @@ use crate::{AppError, AppResult};
 /// The folders of a data folder that hold what others must not read.
 pub const PRIVATE_DIRS: [&str; 4] = ["", "http-logins", "daemons", "sessions"];
 
-/// Quotes `s` for a POSIX shell when it needs it.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
-    {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
+pub use hooks_platform::shell_quote;
 
 /// Replaces `path` with `text` atomically, private to its owner (see
 /// [`hooks_platform::files::write_private`]).

@@ -4,7 +4,6 @@
 //! and transcripts, the claude runner, prompt files on disk, the system clock) and hands
 //! them to the core's `Service`. `main.rs` only calls [`run`].
 
-mod alerts;
 mod blocking;
 mod claude_hook;
 mod cli;
@@ -16,9 +15,6 @@ mod install;
 mod options;
 mod output;
 mod prices;
-mod prompts;
-mod sessions;
-mod trust;
 
 use std::process::ExitCode;
 
@@ -28,7 +24,7 @@ use hooks_core::ports::StoreError;
 use hooks_core::service::ServiceError;
 
 pub use compose::Context;
-pub use prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
+pub use hooks_prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
 
 /// A failure, with the exit code it maps to: 1 for a runtime failure, 2 for bad usage or
 /// invalid input.
@@ -56,6 +52,18 @@ impl AppError {
 impl From<hooks_claude_code::settings::EditError> for AppError {
     fn from(e: hooks_claude_code::settings::EditError) -> Self {
         AppError::runtime(e.0)
+    }
+}
+
+impl From<hooks_core::lookup::SessionLookup> for AppError {
+    fn from(e: hooks_core::lookup::SessionLookup) -> Self {
+        use hooks_core::lookup::SessionLookup;
+        match e {
+            SessionLookup::Invalid(e) => e.into(),
+            SessionLookup::Ambiguous(m) => AppError::invalid(m),
+            SessionLookup::Unknown(m) => AppError::runtime(m),
+            SessionLookup::Failed(e) => e.into(),
+        }
     }
 }
 

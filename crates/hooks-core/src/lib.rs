@@ -22,6 +22,7 @@ pub mod decide;
 pub mod failure;
 pub mod id;
 pub mod live;
+pub mod lookup;
 pub mod model;
 pub mod ports;
 pub mod prompt;

@@ -273,6 +273,16 @@ impl Service {
         self.ports.clock.now()
     }
 
+    /// The store port, for the use cases written beside this file.
+    pub(crate) fn store(&self) -> &dyn HookStore {
+        &*self.ports.store
+    }
+
+    /// The session-meta port, for the use cases written beside this file.
+    pub(crate) fn meta(&self) -> &dyn SessionMeta {
+        &*self.ports.meta
+    }
+
     fn running(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, RunLease>> {
         self.running.lock().unwrap_or_else(PoisonError::into_inner)
     }

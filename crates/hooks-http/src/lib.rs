@@ -38,7 +38,7 @@ use auth::*;
 pub use auth::{LOGIN_TTL_SECS, TOKEN_ENV, TOKEN_FILE, one_time_login, token};
 use state::origin_ok;
 
-pub use backend::{Backend, Lookup, SessionView};
+pub use backend::Backend;
 pub use fields::skip_label;
 use state::read_timeout;
 pub use state::{

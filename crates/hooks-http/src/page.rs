@@ -126,6 +126,16 @@ fn span(secs: i64) -> String {
     }
 }
 
+/// What a person is told when their text names no one conversation.
+fn lookup_message(e: hooks_core::lookup::SessionLookup) -> String {
+    use hooks_core::lookup::SessionLookup as L;
+    match e {
+        L::Invalid(e) => e.to_string(),
+        L::Ambiguous(m) | L::Unknown(m) => m,
+        L::Failed(e) => e.to_string(),
+    }
+}
+
 /// Form errors to show next to their fields: (hook id, field) → rule.
 pub type FieldErrors = BTreeMap<(String, String), String>;
 
@@ -151,9 +161,13 @@ pub async fn page(
         .filter(|a| !a.is_empty());
     let lookup = match &asked {
         None => None,
-        Some(sid) => Some(match s.backend.find_session(sid).await {
-            Err(e) => Err(e.message()),
-            Ok(sid) => Ok((sid.clone(), s.backend.session(&sid).await?.lines)),
+        Some(sid) => Some(match s.svc.find_session(sid).await {
+            Err(hooks_core::lookup::SessionLookup::Failed(e)) => return Err(e.into()),
+            Err(e) => Err(lookup_message(e)),
+            Ok(sid) => {
+                let report = s.svc.session_report(&sid).await?;
+                Ok((sid, hooks_shapes::text::session_lines(&report)))
+            }
         }),
     };
     let version = version(s).await?;

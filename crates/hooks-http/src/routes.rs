@@ -14,9 +14,10 @@ use axum::{Extension, Router};
 use hooks_core::*;
 use serde_json::{Value, json};
 
+use crate::FOLLOW_UP_HEADER;
 use crate::fields::*;
 use crate::state::{ApiError, Body, Caller, HttpState, JsonObject, Params, json_response, respond};
-use crate::{FOLLOW_UP_HEADER, Lookup};
+use hooks_core::lookup::SessionLookup;
 
 type Shared = Arc<HttpState>;
 type Answer = Result<Response, ApiError>;
@@ -228,10 +229,11 @@ async fn run_hook(
     }
     let session = text(&m, "session")?.ok_or_else(|| ApiError::bad("session", "is required"))?;
     SessionId::parse(session).map_err(|e| ApiError::bad("session", e.rule))?;
-    let sid = s.backend.find_session(session).await.map_err(|e| match e {
-        Lookup::Unknown(m) => ApiError::not_found("session", m),
-        Lookup::Invalid(m) => ApiError::bad("session", m),
-        Lookup::Failed(e) => e,
+    let sid = s.svc.find_session(session).await.map_err(|e| match e {
+        SessionLookup::Unknown(m) => ApiError::not_found("session", m),
+        SessionLookup::Invalid(e) => ApiError::bad("session", e.to_string()),
+        SessionLookup::Ambiguous(m) => ApiError::bad("session", m),
+        SessionLookup::Failed(e) => e.into(),
     })?;
     let force = flag(&m, "force")?.unwrap_or(false);
     let r = s.svc.run_now(&hook, &sid, force).await?;
@@ -289,12 +291,17 @@ async fn runs(State(s): State<Shared>, q: Params) -> Answer {
 
 async fn session(State(s): State<Shared>, Path(id): Path<String>) -> Answer {
     SessionId::parse(&id).map_err(|e| ApiError::bad("id", e.rule))?;
-    let sid = s.backend.find_session(&id).await.map_err(|e| match e {
-        Lookup::Invalid(m) => ApiError::bad("id", m.trim_start_matches("session: ").to_owned()),
-        Lookup::Unknown(m) => ApiError::not_found("id", m),
-        Lookup::Failed(e) => e,
+    let sid = s.svc.find_session(&id).await.map_err(|e| match e {
+        SessionLookup::Invalid(e) => e.into(),
+        SessionLookup::Ambiguous(m) => {
+            ApiError::bad("id", m.trim_start_matches("session: ").to_owned())
+        }
+        SessionLookup::Unknown(m) => ApiError::not_found("id", m),
+        SessionLookup::Failed(e) => e.into(),
     })?;
-    ok(&s.backend.session(&sid).await?.json)
+    ok(&hooks_shapes::json::session(
+        &s.svc.session_report(&sid).await?,
+    ))
 }
 
 /// `POST /api/v1/events`: Claude Code's `http` hooks (the follow-up guard in a header,

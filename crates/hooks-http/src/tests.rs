@@ -6,14 +6,14 @@ use std::sync::{Arc, Mutex};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use axum::response::Response;
+use hooks_core::post_task_id;
 use hooks_core::service::{Config, NotifyReport, Ports, Service};
 use hooks_core::testing::*;
-use hooks_core::{SessionId, post_task_id};
 use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::{ApiError, Backend, HttpConfig, HttpState, Lookup, Metrics, SessionView};
+use crate::{ApiError, Backend, HttpConfig, HttpState, Metrics};
 
 const TOKEN: &str = "0123456789abcdef";
 
@@ -35,15 +35,6 @@ impl Backend for Recording {
         let text = String::from_utf8_lossy(body).into_owned();
         self.inputs.lock().unwrap().push((text, end));
         Ok(Vec::new())
-    }
-    async fn find_session(&self, text: &str) -> Result<SessionId, Lookup> {
-        SessionId::parse(text).map_err(|e| Lookup::Invalid(e.rule))
-    }
-    async fn session(&self, id: &SessionId) -> Result<SessionView, ApiError> {
-        Ok(SessionView {
-            json: json!({"sessionId": id.as_str()}),
-            lines: vec![("session", id.to_string())],
-        })
     }
 }
 

@@ -35,3 +35,15 @@ pub const IMPLEMENTATION: &str = imp::NAME;
 /// The `mmap` flags for reading a whole file at once: `MAP_PRIVATE`, and on Linux
 /// `MAP_POPULATE` (every page faulted in by the call).
 pub const MMAP_READ_FLAGS: libc::c_int = libc::MAP_PRIVATE | imp::MMAP_FLAGS;
+
+/// Quotes `s` for a POSIX shell when it needs it.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@".contains(&b))
+    {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}

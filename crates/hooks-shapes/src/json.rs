@@ -147,6 +147,58 @@ pub fn budget(b: &Budget, v: &BudgetView) -> Value {
     })
 }
 
+/// What is known about a conversation: `session --json`, `GET /api/v1/sessions/{id}`.
+pub fn session(r: &hooks_core::lookup::SessionReport) -> Value {
+    let facts = &r.facts;
+    let t = facts.transcript.as_ref();
+    let known_subagent = t.is_some() || facts.state.transcript_path.is_some();
+    let lease = facts.lease.as_ref().map(|l| {
+        json!({
+            "runId": l.lease.run_id,
+            "hookId": l.lease.hook_id.as_str(),
+            "owner": l.lease.owner,
+            "startedAt": stamp::format(l.lease.started_at),
+            "expiresAt": stamp::format(l.lease.expires_at),
+            "live": l.is_live(r.now),
+        })
+    });
+    let estimates: Vec<Value> = r
+        .estimates
+        .iter()
+        .map(|e| {
+            json!({
+                "hookId": e.hook_id.as_str(),
+                "estimatedCostUsd": e.usd,
+                "model": e.model,
+                "maxCostUsd": e.max_cost_usd,
+                "text": e.text,
+                "skippedBecause": e.skipped_because,
+            })
+        })
+        .collect();
+    json!({
+        "sessionId": r.session.as_str(),
+        "transcriptPath": t.map(|t| t.path.clone()).or_else(|| facts.state.transcript_path.clone()),
+        "cwd": facts.cwd(),
+        "subagent": known_subagent.then(|| facts.is_subagent()),
+        "contextTokens": t.and_then(|t| t.context_tokens),
+        "model": t.and_then(|t| t.model.clone()),
+        "estimates": estimates,
+        "lastChange": t.and_then(|t| t.last_change).map(stamp::format),
+        "origin": facts.state.origin.map(hooks_core::Origin::as_str),
+        "stamps": facts.state.stamps.iter().map(|(k, v)| (k.to_string(), Value::from(stamp::format(*v)))).collect::<Map<_, _>>(),
+        "openIn": facts.open.as_ref().map(|o| json!({"pid": o.pid, "kind": o.kind, "status": o.status})),
+        "lease": lease,
+        "pending": r.pending.iter().map(|p| json!({
+            "hookId": p.hook_id.as_str(),
+            "dueAt": p.became_due().to_string(),
+            "givesUpAt": p.gives_up_at().map(stamp::format),
+            "waiting": p.waiting.as_ref().map(|w| w.reason.clone()),
+        })).collect::<Vec<_>>(),
+        "runs": r.runs.iter().map(run).collect::<Vec<_>>(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     //! The shapes as `--json` printed them when they were the JSON store's own file format,

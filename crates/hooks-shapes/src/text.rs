@@ -2,7 +2,6 @@
 //! a conversation's facts as sentences.
 
 use hooks_core::stamp;
-use hooks_core::*;
 use serde_json::Value;
 
 pub fn yes(b: bool) -> String {
@@ -50,12 +49,9 @@ pub fn budget_line(b: &hooks_core::cost::Budget, v: &hooks_core::cost::BudgetVie
 
 /// The session lookup as sentences, one `(label, text)` per line: what `session` prints
 /// and the page shows.
-pub fn session_lines(
-    v: &Value,
-    facts: &SessionFacts,
-    pending: &[PendingEntry],
-    now: time::OffsetDateTime,
-) -> Vec<(&'static str, String)> {
+pub fn session_lines(r: &hooks_core::lookup::SessionReport) -> Vec<(&'static str, String)> {
+    let v = crate::json::session(r);
+    let (facts, pending, now) = (&r.facts, &r.pending, r.now);
     let mut out = Vec::new();
     let show = |x: &Value| match x {
         Value::Null => "unknown".to_owned(),

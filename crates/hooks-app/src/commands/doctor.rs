@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use crate::compose::block_on;
 use crate::daemon::ondemand::daemon_running;
 use crate::output::print_json;
-use crate::{AppResult, Context, install, prompts::FilePrompts};
+use crate::{AppResult, Context, install};
 
 /// One check. One that passes but still has a fix is a warning: it works, not as meant.
 struct Check {
@@ -283,7 +283,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     });
     // A capped hook whose prompt file names a model without a price would always be skipped.
     if let (Ok(s), Ok(table)) = (&snapshot, &prices) {
-        let prompts = FilePrompts::new(&ctx.workspace, &ctx.data_dir);
+        let prompts = ctx.prompts();
         for h in s
             .hooks
             .iter()
@@ -310,13 +310,13 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     // Prompt files this project brings: used only once approved.
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     if canon(&ctx.here) != canon(&ctx.workspace) {
-        let trust = crate::trust::TrustList::load(&ctx.data_dir).unwrap_or_default();
-        let dir = crate::trust::prompt_dir(&ctx.here);
-        let waiting: Vec<String> = crate::trust::project_prompt_names(&ctx.here)
+        let trust = hooks_prompts::trust::TrustList::load(&ctx.data_dir).unwrap_or_default();
+        let dir = hooks_prompts::trust::prompt_dir(&ctx.here);
+        let waiting: Vec<String> = hooks_prompts::trust::project_prompt_names(&ctx.here)
             .into_iter()
             .filter(|n| {
                 !matches!(
-                    crate::trust::read_prompt_file(&dir, n, crate::trust::MAX_PROMPT_BYTES),
+                    hooks_prompts::trust::read_prompt_file(&dir, n, hooks_prompts::trust::MAX_PROMPT_BYTES),
                     Ok(Some((real, bytes))) if trust.approves(&real, &bytes)
                 )
             })
@@ -339,7 +339,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     }
 
     if let Ok(s) = &snapshot {
-        let prompts = FilePrompts::new(&ctx.workspace, &ctx.data_dir);
+        let prompts = ctx.prompts();
         for h in s.hooks.iter().filter(|h| h.enabled) {
             let found = prompts
                 .candidates(&h.prompt_file, None)

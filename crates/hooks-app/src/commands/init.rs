@@ -3,7 +3,8 @@
 use hooks_core::*;
 
 use crate::compose::block_on;
-use crate::{AppError, AppResult, Context, prompts};
+use crate::{AppError, AppResult, Context};
+use hooks_prompts as prompts;
 
 pub fn init(ctx: &Context) -> AppResult {
     let existed = ctx.existing_store().is_ok();

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use crate::cli::{Cli, Command, HooksCmd};
 use crate::{AppError, AppResult, Context, claude_hook, compose, daemon, install};
 
+mod alerts;
 mod budget;
 mod doctor;
 mod history;
@@ -21,6 +22,7 @@ mod runs;
 mod session;
 mod status;
 mod store;
+mod trust;
 
 use self::history::history;
 use self::hooks::hooks;
@@ -99,11 +101,11 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Unpause(j) => pause::unpause(&ctx, j.json)?,
         Command::Alerts(a) => match a {
             crate::cli::AlertsCmd::Set { url, on, desktop } => {
-                crate::alerts::set(&ctx, url.as_deref(), on.as_deref(), desktop)?
+                alerts::set(&ctx, url.as_deref(), on.as_deref(), desktop)?
             }
-            crate::cli::AlertsCmd::Show(j) => crate::alerts::show(&ctx, j.json)?,
-            crate::cli::AlertsCmd::Clear => crate::alerts::clear(&ctx)?,
-            crate::cli::AlertsCmd::Test => crate::alerts::test(&ctx)?,
+            crate::cli::AlertsCmd::Show(j) => alerts::show(&ctx, j.json)?,
+            crate::cli::AlertsCmd::Clear => alerts::clear(&ctx)?,
+            crate::cli::AlertsCmd::Test => alerts::test(&ctx)?,
         },
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
         Command::Notify {
@@ -128,7 +130,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Status(j) => status::status(&ctx, j.json)?,
         Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),
-        Command::Trust(a) => crate::trust::command(&ctx, &a)?,
+        Command::Trust(a) => trust::run(&ctx, &a)?,
         Command::Prices(j) => crate::prices::command(&ctx, j.json)?,
     }
     Ok(ExitCode::SUCCESS)

@@ -8,7 +8,6 @@ use crate::compose::SystemClock;
 use crate::compose::block_on;
 use crate::options::SummaryBy;
 use crate::output::{print_json, print_table};
-use crate::sessions::resolve_session;
 use crate::{AppError, AppResult, Context};
 use hooks_shapes::text::usd;
 use hooks_shapes::text::{seconds, yes};
@@ -36,8 +35,8 @@ pub fn runs(
             None => None,
             Some(s) => {
                 SessionId::parse(s)?;
-                let meta = ctx.meta(&store);
-                Some(block_on(resolve_session(&meta, &store, s))??)
+                let (svc, _) = crate::compose::service(ctx)?;
+                Some(block_on(svc.find_session(s))??)
             }
         },
         limit: if summary || since.is_some() {

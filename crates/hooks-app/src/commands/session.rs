@@ -4,22 +4,19 @@ use hooks_core::*;
 
 use crate::compose::{block_on, service};
 use crate::output::print_json;
-use crate::sessions::resolve_session;
-use crate::sessions::session_view;
 use crate::{AppResult, Context};
 use hooks_shapes::text::session_lines;
 
 pub fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
     SessionId::parse(session)?;
-    let (svc, store) = service(ctx)?;
-    let meta = ctx.meta(&store);
-    let sid = block_on(resolve_session(&meta, &store, session))??;
-    let (v, facts, pending) = block_on(session_view(&svc, &meta, &store, &sid))??;
+    let (svc, _) = service(ctx)?;
+    let sid = block_on(svc.find_session(session))??;
+    let report = block_on(svc.session_report(&sid))??;
     if json {
-        print_json(&v);
+        print_json(&hooks_shapes::json::session(&report));
         return Ok(());
     }
-    for (label, text) in session_lines(&v, &facts, &pending, time::OffsetDateTime::now_utc()) {
+    for (label, text) in session_lines(&report) {
         println!("{label:<16}{text}");
     }
     Ok(())

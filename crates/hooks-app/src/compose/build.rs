@@ -19,8 +19,8 @@ pub use hooks_runner_claude::FOLLOW_UP_ENV;
 use super::choice::{RunnerChoice, StoreChoice};
 use super::clock::{StoreClock, SystemClock};
 use super::context::{Context, host_name, owner_id};
-use crate::prompts::FilePrompts;
 use crate::{AppError, AppResult};
+use hooks_prompts::FilePrompts;
 
 impl Context {
     /// The store chosen (seeded on first use: a new JSON file, a new database's schema),
@@ -118,6 +118,12 @@ impl Context {
         MetaStore::new(store.sessions.clone(), &self.claude_home).with_host(host_name())
     }
 
+    /// The prompt files: the workspace's, and a project's once approved (also what `doctor`
+    /// asks where a hook's prompt comes from).
+    pub fn prompts(&self) -> FilePrompts {
+        FilePrompts::new(&self.workspace, &self.data_dir)
+    }
+
     /// The claude CLI runner (also what `doctor` asks for claude's version).
     pub fn claude_runner(&self, timeout: Duration) -> ClaudeRunner {
         ClaudeRunner::new(RunnerConfig {
@@ -148,7 +154,7 @@ impl Context {
             store: store.data.clone(),
             meta: Arc::new(self.meta(&store)),
             runner,
-            prompts: Arc::new(FilePrompts::new(&self.workspace, &self.data_dir)),
+            prompts: Arc::new(self.prompts()),
             clock: Arc::new(StoreClock(store.clock_offset)),
         };
         Ok((Service::new(ports, config), store))

@@ -119,7 +119,6 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
             ctx: ctx.clone(),
             svc: svc.clone(),
             store: store.clone(),
-            meta: Arc::new(ctx.meta(&store)),
         };
         let config = hooks_http::HttpConfig {
             addr: at,

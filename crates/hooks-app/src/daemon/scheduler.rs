@@ -201,7 +201,7 @@ impl Loop {
         let Some(dir) = self.alerts_dir.clone() else {
             return;
         };
-        let alerts = match crate::alerts::Alerts::read(&dir) {
+        let alerts = match hooks_alerts::Alerts::read(&dir) {
             Ok(Some(a)) => a,
             Ok(None) => return,
             Err(e) => {
@@ -209,7 +209,7 @@ impl Loop {
                 return;
             }
         };
-        if crate::alerts::kind_of(&report).is_none() {
+        if hooks_alerts::kind_of(&report).is_none() {
             return;
         }
         // Those sent already are let go of, so a daemon that runs for months holds none.
@@ -219,7 +219,7 @@ impl Loop {
             let cwd = svc.session_cwd(&report.key.session_id).await.ok().flatten();
             let page = super::ondemand::http_url(&dir);
             let problems = tokio::task::spawn_blocking(move || {
-                crate::alerts::send(&alerts, &report, cwd.as_deref(), page.as_deref())
+                hooks_alerts::send(&alerts, &report, cwd.as_deref(), page.as_deref())
             })
             .await
             .unwrap_or_else(|e| vec![format!("alert not sent: {e}")]);

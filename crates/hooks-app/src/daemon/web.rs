@@ -1,18 +1,15 @@
 //! The daemon's HTTP side, set up: the listener bound (with who holds a taken port), and
-//! the [`hooks_http::Backend`] this program gives the server — Claude Code's hook input
-//! read as `claude-hook` reads it, conversations looked up as `session` looks them up.
+//! the [`hooks_http::Backend`] this program gives the server: Claude Code's hook input
+//! read as `claude-hook` reads it, and the store's folder checked for the health check.
 
 use std::path::Path;
 use std::sync::Arc;
 
-use hooks_core::SessionId;
-use hooks_core::ports::SessionMeta;
 use hooks_core::service::{NotifyReport, Service};
-use hooks_http::{ApiError, HttpOptions, Lookup, SessionView};
+use hooks_http::{ApiError, HttpOptions};
 
 use crate::compose::{Store, StoreChoice};
 use crate::options::HookTrigger;
-use crate::sessions::{SessionLookup, resolve_session, session_view};
 use crate::{AppError, Context};
 
 /// Binds the address (so a bad one fails before anything starts) and says where it is.
@@ -47,7 +44,6 @@ pub struct Web {
     pub ctx: Context,
     pub svc: Arc<Service>,
     pub store: Store,
-    pub meta: Arc<dyn SessionMeta>,
 }
 
 fn api_error(e: AppError) -> ApiError {
@@ -88,24 +84,5 @@ impl hooks_http::Backend for Web {
             None => Ok(Vec::new()),
             Some(p) => Ok(crate::claude_hook::carry_out(&self.svc, &p).await?.0),
         }
-    }
-
-    async fn find_session(&self, text: &str) -> Result<SessionId, Lookup> {
-        resolve_session(self.meta.as_ref(), &self.store, text)
-            .await
-            .map_err(|e| match e {
-                SessionLookup::Invalid(e) if e.code == 2 => Lookup::Invalid(e.message),
-                SessionLookup::Invalid(e) => Lookup::Failed(api_error(e)),
-                SessionLookup::Ambiguous(m) => Lookup::Invalid(m),
-                SessionLookup::Unknown(m) => Lookup::Unknown(m),
-            })
-    }
-
-    async fn session(&self, id: &SessionId) -> Result<SessionView, ApiError> {
-        let (json, facts, pending) = session_view(&self.svc, self.meta.as_ref(), &self.store, id)
-            .await
-            .map_err(api_error)?;
-        let lines = hooks_shapes::text::session_lines(&json, &facts, &pending, self.svc.now());
-        Ok(SessionView { json, lines })
     }
 }

@@ -10,7 +10,6 @@ use serde_json::json;
 
 use crate::compose::{block_on, service};
 use crate::output::print_json;
-use crate::sessions::resolve_session;
 use crate::{AppError, AppResult, Context};
 
 /// How long the command waits for the outcome before leaving it to the daemon.
@@ -27,8 +26,7 @@ pub fn run(
     let hook = HookId::parse(id)?;
     SessionId::parse(session)?;
     let (svc, store) = service(ctx)?;
-    let meta = ctx.meta(&store);
-    let sid = block_on(resolve_session(&meta, &store, session))??;
+    let sid = block_on(svc.find_session(session))??;
     let r = block_on(svc.run_now(&hook, &sid, force))??;
     let queued = match &r.queued {
         RunNowQueue::Skipped(status) => {

@@ -12,8 +12,6 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::{AppError, AppResult};
-
 /// The file, in the data folder.
 pub const TRUST_FILE: &str = "trust.json";
 /// The largest trust file read.
@@ -45,7 +43,7 @@ pub fn hash(bytes: &[u8]) -> String {
 impl TrustList {
     /// The list in `data_dir` (empty when there is none). A file that does not parse is an
     /// error: approvals are never guessed.
-    pub fn load(data_dir: &Path) -> AppResult<Self> {
+    pub fn load(data_dir: &Path) -> Result<Self, String> {
         let path = data_dir.join(TRUST_FILE);
         let bytes = match hooks_platform::read_regular(
             &path,
@@ -53,27 +51,25 @@ impl TrustList {
         ) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => {
-                return Err(AppError::runtime(format!(
-                    "could not read {}: {e}",
-                    path.display()
-                )));
-            }
+            Err(e) => return Err(format!("could not read {}: {e}", path.display())),
         };
         serde_json::from_slice(&bytes).map_err(|e| {
-            AppError::runtime(format!(
+            format!(
                 "{}: not a valid trust file at line {}, column {}: {e}",
                 path.display(),
                 e.line(),
                 e.column()
-            ))
+            )
         })
     }
 
-    pub fn save(&self, data_dir: &Path) -> AppResult {
+    /// Writes the list (0600), whole, by rename. An error names the file.
+    pub fn save(&self, data_dir: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self)
-            .map_err(|e| AppError::runtime(format!("could not serialise the trust list: {e}")))?;
-        crate::fsutil::write_private(&data_dir.join(TRUST_FILE), &format!("{text}\n"))
+            .map_err(|e| format!("could not serialise the trust list: {e}"))?;
+        let path = data_dir.join(TRUST_FILE);
+        hooks_platform::files::write_private(&path, &format!("{text}\n"))
+            .map_err(|e| format!("could not write {}: {e}", path.display()))
     }
 
     /// Whether `path` is approved with exactly these contents.
@@ -139,120 +135,6 @@ pub fn project_prompt_names(project: &Path) -> Vec<String> {
     names
 }
 
-/// `hooks-app trust [DIR] [--list | --revoke]`.
-pub fn command(ctx: &crate::Context, a: &crate::cli::TrustArgs) -> AppResult {
-    let mut list = TrustList::load(&ctx.data_dir)?;
-    if a.list {
-        if list.files.is_empty() {
-            println!("no project prompt files are approved");
-        }
-        for (path, approval) in &list.files {
-            let state = match read_prompt_file(
-                Path::new(path).parent().unwrap_or(Path::new("/")),
-                Path::new(path)
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .unwrap_or(""),
-                MAX_PROMPT_BYTES,
-            ) {
-                Ok(Some((_, b))) if hash(&b) == approval.sha256 => "approved".to_owned(),
-                Ok(Some(_)) => "changed since it was approved (not used)".to_owned(),
-                Ok(None) => "gone".to_owned(),
-                Err(e) => format!("unreadable: {e}"),
-            };
-            println!("{path}  {state}  (approved {})", approval.approved_at);
-        }
-        return Ok(());
-    }
-    let project = match &a.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()
-            .map_err(|e| AppError::runtime(format!("current directory: {e}")))?,
-    };
-    let project = std::fs::canonicalize(&project).map_err(|e| {
-        AppError::invalid(format!(
-            "dir: must be a folder that exists ({}: {e})",
-            project.display()
-        ))
-    })?;
-    let dir = prompt_dir(&project);
-    if a.revoke {
-        let before = list.files.len();
-        list.files
-            .retain(|p, _| Path::new(p).parent() != Some(dir.as_path()));
-        let removed = before - list.files.len();
-        list.save(&ctx.data_dir)?;
-        println!(
-            "revoked {removed} approval{} in {}",
-            if removed == 1 { "" } else { "s" },
-            dir.display()
-        );
-        return Ok(());
-    }
-    let names = project_prompt_names(&project);
-    if names.is_empty() {
-        return Err(AppError::invalid(format!(
-            "dir: {} has no prompt files (*.md in {})",
-            project.display(),
-            hooks_core::PROMPT_DIR
-        )));
-    }
-    // Everything is read and checked first: one bad file approves nothing.
-    let mut read = Vec::new();
-    for name in &names {
-        match read_prompt_file(&dir, name, MAX_PROMPT_BYTES) {
-            Ok(Some((real, bytes))) => {
-                let text = std::str::from_utf8(&bytes).map_err(|_| {
-                    AppError::invalid(format!(
-                        "{}: is not UTF-8 text; nothing was approved",
-                        real.display()
-                    ))
-                })?;
-                let prompt = hooks_core::prompt::parse_prompt(text).map_err(|e| {
-                    AppError::invalid(format!("{}: {e}; nothing was approved", real.display()))
-                })?;
-                read.push((real, hash(&bytes), prompt));
-            }
-            Ok(None) => {}
-            Err(e) => return Err(AppError::invalid(format!("{e}; nothing was approved"))),
-        }
-    }
-    let now = hooks_core::stamp::format(time::OffsetDateTime::now_utc());
-    for (real, sha, prompt) in &read {
-        let o = &prompt.options;
-        let mut widens = Vec::new();
-        if let Some(m) = &o.permission_mode {
-            widens.push(format!("permission-mode {m}"));
-        }
-        if !o.allowed_tools.is_empty() {
-            widens.push(format!("allowed-tools {}", o.allowed_tools.join(",")));
-        }
-        if o.append_system_prompt.is_some() {
-            widens.push("append-system-prompt".to_owned());
-        }
-        println!(
-            "approved {}  sha256 {}{}",
-            real.display(),
-            &sha[..12],
-            if widens.is_empty() {
-                String::new()
-            } else {
-                format!("  (it sets {})", widens.join("; "))
-            }
-        );
-        list.files.insert(
-            real.to_string_lossy().into_owned(),
-            Approval {
-                sha256: sha.clone(),
-                approved_at: now.clone(),
-            },
-        );
-    }
-    list.save(&ctx.data_dir)?;
-    println!("a file changed from now on needs `hooks-app trust` again");
-    Ok(())
-}
-
 /// The largest prompt file read.
 pub const MAX_PROMPT_BYTES: u64 = 256 * 1024;
 
@@ -297,7 +179,7 @@ mod tests {
         assert!(!back.approves(p, b"one "), "a changed file");
         assert!(!back.approves(Path::new("/q/x.md"), b"one"));
         std::fs::write(d.path().join(TRUST_FILE), "{").unwrap();
-        let e = TrustList::load(d.path()).unwrap_err().message;
+        let e = TrustList::load(d.path()).unwrap_err();
         assert!(e.contains("not a valid trust file"), "{e}");
     }
 }

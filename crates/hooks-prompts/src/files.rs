@@ -102,8 +102,7 @@ impl FilePrompts {
                     .map_err(PromptError::Unreadable)?
             {
                 let trust = match &self.data_dir {
-                    Some(d) => crate::trust::TrustList::load(d)
-                        .map_err(|e| PromptError::Unreadable(e.message))?,
+                    Some(d) => crate::trust::TrustList::load(d).map_err(PromptError::Unreadable)?,
                     None => crate::trust::TrustList::default(),
                 };
                 if trust.approves(&real, &bytes) {
@@ -120,7 +119,7 @@ impl FilePrompts {
             None => Err(match unapproved {
                 Some((real, project)) => PromptError::Unapproved {
                     file: real.display().to_string(),
-                    project: crate::fsutil::shell_quote(&project.to_string_lossy()),
+                    project: hooks_platform::shell_quote(&project.to_string_lossy()),
                 },
                 None => PromptError::NotFound {
                     file: file.to_string(),

@@ -4,7 +4,6 @@
 //! a webhook URL is a secret). An alert that cannot be delivered is logged, by the URL's
 //! host only, and never holds up or fails the follow-up.
 
-use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
@@ -12,12 +11,15 @@ use hooks_core::service::{FireAction, FireReport};
 use hooks_core::{Status, cost};
 use serde_json::{Value, json};
 
-use crate::fsutil::write_private;
-use crate::output::print_json;
-use crate::{AppError, AppResult, Context};
-
 /// The file the alert settings live in.
 pub const ALERTS_FILE: &str = "alerts.json";
+/// Writes the settings (0600: a webhook URL is a secret), whole, by rename.
+pub fn save(data_dir: &Path, a: &Alerts) -> Result<(), String> {
+    let path = data_dir.join(ALERTS_FILE);
+    hooks_platform::files::write_private(&path, &format!("{}\n", a.json(false)))
+        .map_err(|e| format!("could not write {}: {e}", path.display()))
+}
+
 /// How long one POST may take.
 const TIMEOUT: Duration = Duration::from_secs(5);
 /// What may be alerted on.
@@ -57,7 +59,8 @@ impl Alerts {
         }))
     }
 
-    fn json(&self, redact: bool) -> Value {
+    /// As `alerts.json` keeps it, or (`redact`) as it may be shown.
+    pub fn json(&self, redact: bool) -> Value {
         json!({
             "url": self.url.as_deref().map(|u| if redact { redacted(u) } else { u.to_owned() }),
             "on": self.on,
@@ -78,17 +81,18 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// Checks a URL given for alerts: http or https, with a host.
-fn check_url(url: &str) -> AppResult<String> {
+/// Checks a URL given for alerts: http or https, with a host. The error is the rule.
+pub fn check_url(url: &str) -> Result<String, String> {
     let url = url.trim();
     let ok = (url.starts_with("https://") || url.starts_with("http://"))
         && url
             .split_once("://")
             .is_some_and(|(_, r)| !r.split(['/', '?', '#']).next().unwrap_or("").is_empty());
     if !ok {
-        return Err(AppError::invalid(
-            "url: must be an http:// or https:// URL with a host (or - to read it from stdin)",
-        ));
+        return Err(
+            "url: must be an http:// or https:// URL with a host (or - to read it from stdin)"
+                .to_owned(),
+        );
     }
     Ok(url.to_owned())
 }
@@ -176,7 +180,7 @@ fn first_words(s: &str) -> String {
 }
 
 /// Shows `text` with the desktop's notifier, where there is one (best effort).
-fn desktop(title: &str, text: &str) -> Result<(), String> {
+pub fn desktop(title: &str, text: &str) -> Result<(), String> {
     let mut cmd = if cfg!(target_os = "macos") {
         let mut c = std::process::Command::new("osascript");
         // The text goes as arguments to the script, never into its source.
@@ -230,123 +234,6 @@ pub fn send(
         problems.push(format!("desktop alert not shown: {e}"));
     }
     problems
-}
-
-/// `alerts set`.
-pub fn set(ctx: &Context, url: Option<&str>, on: Option<&str>, desktop_too: bool) -> AppResult {
-    let url = match url {
-        None => None,
-        Some("-") => {
-            let mut s = String::new();
-            std::io::stdin()
-                .take(8192)
-                .read_to_string(&mut s)
-                .map_err(|e| AppError::runtime(format!("url: could not read stdin: {e}")))?;
-            Some(check_url(&s)?)
-        }
-        Some(u) => Some(check_url(u)?),
-    };
-    if url.is_none() && !desktop_too {
-        return Err(AppError::invalid(
-            "url: give --url URL (or --url - to read it from stdin), --desktop, or both",
-        ));
-    }
-    let on: Vec<String> = match on {
-        None => vec!["failure".into()],
-        Some(list) => {
-            let kinds: Vec<String> = list.split(',').map(|k| k.trim().to_owned()).collect();
-            if let Some(bad) = kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {
-                return Err(AppError::invalid(format!(
-                    "on: must be a comma-separated list of {} (got {bad:?})",
-                    KINDS.join(", ")
-                )));
-            }
-            kinds
-        }
-    };
-    let a = Alerts {
-        url,
-        on,
-        desktop: desktop_too,
-    };
-    write_private(
-        &ctx.data_dir.join(ALERTS_FILE),
-        &format!("{}\n", a.json(false)),
-    )?;
-    println!(
-        "alerts on {} to {}{}",
-        a.on.join(", "),
-        a.url.as_deref().map_or("no URL".into(), redacted),
-        if a.desktop { " and the desktop" } else { "" }
-    );
-    Ok(())
-}
-
-/// `alerts show`.
-pub fn show(ctx: &Context, json_out: bool) -> AppResult {
-    let a = Alerts::read(&ctx.data_dir).map_err(AppError::runtime)?;
-    match (a, json_out) {
-        (None, true) => print_json(&Value::Null),
-        (None, false) => println!("no alerts (hooks-app alerts set --url URL)"),
-        (Some(a), true) => print_json(&a.json(true)),
-        (Some(a), false) => println!(
-            "alerts on {} to {}{}",
-            a.on.join(", "),
-            a.url.as_deref().map_or("no URL".into(), redacted),
-            if a.desktop { " and the desktop" } else { "" }
-        ),
-    }
-    Ok(())
-}
-
-/// `alerts clear`.
-pub fn clear(ctx: &Context) -> AppResult {
-    match std::fs::remove_file(ctx.data_dir.join(ALERTS_FILE)) {
-        Ok(()) => println!("alerts cleared"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => println!("no alerts were set"),
-        Err(e) => {
-            return Err(AppError::runtime(format!(
-                "could not clear the alerts: {e}"
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// `alerts test`: one alert now, and whether it was delivered.
-pub fn test(ctx: &Context) -> AppResult {
-    let Some(a) = Alerts::read(&ctx.data_dir).map_err(AppError::runtime)? else {
-        return Err(AppError::runtime(
-            "no alerts are set (hooks-app alerts set --url URL)",
-        ));
-    };
-    let body = json!({
-        "text": "hooks-app: a test alert (hooks-app alerts test)",
-        "kind": "test",
-    });
-    let mut failed = false;
-    if let Some(url) = &a.url {
-        match post(url, &body) {
-            Ok(code) => println!("delivered to {} ({code})", redacted(url)),
-            Err(e) => {
-                failed = true;
-                println!("not delivered: {e}");
-            }
-        }
-    }
-    if a.desktop {
-        match desktop("hooks-app", "a test alert (hooks-app alerts test)") {
-            Ok(()) => println!("shown on the desktop"),
-            Err(e) => {
-                failed = true;
-                println!("not shown on the desktop: {e}");
-            }
-        }
-    }
-    if failed {
-        return Err(AppError::runtime("an alert was not delivered"));
-    }
-    Ok(())
 }
 
 #[cfg(test)]
