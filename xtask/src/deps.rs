@@ -5,10 +5,11 @@ use std::path::Path;
 
 /// Each crate and the workspace crates its normal dependencies may name.
 pub const ALLOWED: &[(&str, &[&str])] = &[
-    // The pure core, the platform below the adapters, and Claude Code's formats: leaves.
+    // The pure core and the platform below the adapters: leaves. Claude Code's formats and
+    // settings files, over the platform.
     ("hooks-core", &[]),
     ("hooks-platform", &[]),
-    ("hooks-claude-code", &[]),
+    ("hooks-claude-code", &["hooks-platform"]),
     // Driven adapters: the core (and the platform), never each other.
     ("hooks-store-json", &["hooks-core", "hooks-platform"]),
     ("hooks-store-postgres", &["hooks-core"]),

@@ -49,6 +49,16 @@ impl AppError {
     }
 }
 
+impl From<hooks_claude_code::files::FileError> for AppError {
+    fn from(e: hooks_claude_code::files::FileError) -> Self {
+        if e.invalid {
+            AppError::invalid(e.message)
+        } else {
+            AppError::runtime(e.message)
+        }
+    }
+}
+
 impl From<hooks_claude_code::settings::EditError> for AppError {
     fn from(e: hooks_claude_code::settings::EditError) -> Self {
         AppError::runtime(e.0)

@@ -63,6 +63,16 @@ pub enum Transport {
     Http,
 }
 
+impl From<Scope> for hooks_claude_code::files::Scope {
+    fn from(s: Scope) -> Self {
+        match s {
+            Scope::User => Self::User,
+            Scope::Project => Self::Project,
+            Scope::Local => Self::Local,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Text,

@@ -22,12 +22,33 @@ use hooks_claude_code::settings::*;
 
 use crate::{AppError, AppResult, Context};
 
-mod files;
 mod setup;
 
-use files::*;
-pub use files::{installed_http_urls, installed_in, settings_path};
+use hooks_claude_code::files::{Created, Settings, load, write_target, write_text};
 use setup::*;
+
+/// Where the settings files of this context are.
+pub fn places(ctx: &Context) -> hooks_claude_code::files::Places {
+    hooks_claude_code::files::Places {
+        claude_home: ctx.claude_home.clone(),
+        project: ctx.here.clone(),
+    }
+}
+
+/// The settings file of `scope` in this context.
+pub fn settings_path(ctx: &Context, scope: Scope) -> std::path::PathBuf {
+    hooks_claude_code::files::settings_path(&places(ctx), scope.into())
+}
+
+/// The settings files that hold this app's handlers, with their events.
+pub fn installed_in(ctx: &Context) -> Vec<(std::path::PathBuf, Vec<String>)> {
+    hooks_claude_code::files::installed_in(&places(ctx))
+}
+
+/// The URLs this app's `http` hooks post to, with the file each is in.
+pub fn installed_http_urls(ctx: &Context) -> Vec<(std::path::PathBuf, String)> {
+    hooks_claude_code::files::installed_http_urls(&places(ctx))
+}
 
 /// The command Claude Code runs, `claude-hook` followed by `args`. In the project scope, a
 /// file teams commit, it names no path of this machine and does nothing where hooks-app
@@ -103,7 +124,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     let original = s.text.clone().unwrap_or_else(|| "{}".into());
     let (mut text, _) = strip_text(original.clone())?;
     let st = jsonedit::style_of(&original, &reparse(&original)?);
-    let mut record = Created::load(ctx);
+    let mut record = Created::load(&ctx.data_dir);
     let mut created = record.get(&path).unwrap_or_default();
     if s.text.is_none() && !created.iter().any(|c| c == "file") {
         created.push("file".into());
@@ -162,7 +183,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
         return Ok(());
     };
     let (mut text, emptied) = strip_text(original)?;
-    let mut record = Created::load(ctx);
+    let mut record = Created::load(&ctx.data_dir);
     let created = record.get(&path);
     let mut remove_file = false;
     match &created {
@@ -249,4 +270,33 @@ pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
     }
     left_behind(ctx);
     Ok(())
+}
+
+/// Shows or writes the new text; `None` removes the file.
+fn apply(s: &Settings, after: Option<&str>, dry_run: bool, verb: &str) -> AppResult<bool> {
+    if s.text.as_deref() == after {
+        println!("{}: nothing to change ({verb} already)", s.path.display());
+        return Ok(false);
+    }
+    if dry_run {
+        match after {
+            Some(t) => {
+                println!("would write {}:", s.path.display());
+                print!("{t}");
+                if !t.ends_with('\n') {
+                    println!();
+                }
+            }
+            None => println!("would remove {} (install created it)", s.path.display()),
+        }
+        return Ok(false);
+    }
+    match after {
+        Some(t) => write_text(&s.path, t)?,
+        None => std::fs::remove_file(write_target(&s.path)?).map_err(|e| {
+            AppError::runtime(format!("could not remove {}: {e}", s.path.display()))
+        })?,
+    }
+    println!("{}: {verb}", s.path.display());
+    Ok(true)
 }

@@ -1,21 +1,57 @@
 //! Claude Code's settings files on disk: where each scope's is, read as text and JSON,
-//! written whole through a link's target, and what install created in each
-//! (`installed.json`).
+//! written whole through a link's target, which of them hold this app's handlers, and what
+//! install created in each (`installed.json` in the app's data folder).
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use crate::options::Scope;
-use hooks_claude_code::settings::*;
+use crate::settings::is_ours;
 
-use crate::{AppError, AppResult, Context};
+/// Which settings file: the user's, the project's (committed), or the project's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    User,
+    Project,
+    Local,
+}
 
-pub fn settings_path(ctx: &Context, scope: Scope) -> PathBuf {
+/// Where the settings files are: Claude Code's home (`$CLAUDE_CONFIG_DIR` or `~/.claude`)
+/// and the project.
+#[derive(Debug, Clone)]
+pub struct Places {
+    pub claude_home: PathBuf,
+    pub project: PathBuf,
+}
+
+/// A settings file that cannot be read, parsed or written, with what to do; `invalid` when
+/// the file's content is at fault rather than the system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileError {
+    pub invalid: bool,
+    pub message: String,
+}
+
+impl FileError {
+    fn runtime(message: String) -> Self {
+        Self {
+            invalid: false,
+            message,
+        }
+    }
+    fn invalid(message: String) -> Self {
+        Self {
+            invalid: true,
+            message,
+        }
+    }
+}
+
+pub fn settings_path(p: &Places, scope: Scope) -> PathBuf {
     match scope {
-        Scope::User => ctx.claude_home.join("settings.json"),
-        Scope::Project => ctx.here.join(".claude/settings.json"),
-        Scope::Local => ctx.here.join(".claude/settings.local.json"),
+        Scope::User => p.claude_home.join("settings.json"),
+        Scope::Project => p.project.join(".claude/settings.json"),
+        Scope::Local => p.project.join(".claude/settings.local.json"),
     }
 }
 
@@ -32,12 +68,12 @@ pub fn read_settings_text(path: &Path) -> std::io::Result<String> {
 }
 
 /// Reads a settings file; a missing one is an empty object.
-pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
+pub fn read_settings(path: &Path) -> Result<Map<String, Value>, FileError> {
     let text = match read_settings_text(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
         Err(e) => {
-            return Err(AppError::runtime(format!(
+            return Err(FileError::runtime(format!(
                 "could not read {}: {e}",
                 path.display()
             )));
@@ -47,7 +83,7 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
         return Ok(Map::new());
     }
     let v: Value = serde_json::from_str(&text).map_err(|e| {
-        AppError::invalid(format!(
+        FileError::invalid(format!(
             "{}: not valid JSON at line {}, column {}: {e}; fix it by hand, it was left as it is",
             path.display(),
             e.line(),
@@ -55,7 +91,7 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
         ))
     })?;
     let Value::Object(m) = v else {
-        return Err(AppError::invalid(format!(
+        return Err(FileError::invalid(format!(
             "{}: must hold a JSON object; it was left as it is",
             path.display()
         )));
@@ -63,7 +99,7 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
     if let Some(h) = m.get("hooks")
         && !h.is_object()
     {
-        return Err(AppError::invalid(format!(
+        return Err(FileError::invalid(format!(
             "{}: \"hooks\" must be an object; it was left as it is",
             path.display()
         )));
@@ -71,7 +107,7 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
     if let Some(Value::Object(h)) = m.get("hooks") {
         for (event, groups) in h {
             if !groups.is_array() {
-                return Err(AppError::invalid(format!(
+                return Err(FileError::invalid(format!(
                     "{}: hooks.{event} must be an array; it was left as it is",
                     path.display()
                 )));
@@ -83,10 +119,10 @@ pub fn read_settings(path: &Path) -> AppResult<Map<String, Value>> {
 
 /// The file a settings path stands for: a symlinked settings file (dotfiles set up by stow
 /// or chezmoi) is written through to its target, so the link stays a link.
-pub fn write_target(path: &Path) -> AppResult<PathBuf> {
+pub fn write_target(path: &Path) -> Result<PathBuf, FileError> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path).map_err(|e| {
-            AppError::runtime(format!(
+            FileError::runtime(format!(
                 "{} is a symbolic link whose target cannot be reached ({e}); fix the link, it was left as it is",
                 path.display()
             ))
@@ -96,11 +132,11 @@ pub fn write_target(path: &Path) -> AppResult<PathBuf> {
 }
 
 /// Replaces the file atomically, in its own folder, keeping its mode.
-pub fn write_text(path: &Path, text: &str) -> AppResult {
+pub fn write_text(path: &Path, text: &str) -> Result<(), FileError> {
     let target = write_target(path)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
-        .map_err(|e| AppError::runtime(format!("could not create {}: {e}", dir.display())))?;
+        .map_err(|e| FileError::runtime(format!("could not create {}: {e}", dir.display())))?;
     let tmp = dir.join(format!(".settings.json.hooks-app.{}", std::process::id()));
     let r = std::fs::write(&tmp, text).and_then(|()| {
         if let Ok(m) = std::fs::metadata(&target) {
@@ -111,7 +147,7 @@ pub fn write_text(path: &Path, text: &str) -> AppResult {
     });
     r.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        AppError::runtime(format!("could not write {}: {e}", path.display()))
+        FileError::runtime(format!("could not write {}: {e}", path.display()))
     })
 }
 
@@ -122,7 +158,7 @@ pub struct Settings {
     pub map: Map<String, Value>,
 }
 
-pub fn load(path: &Path) -> AppResult<Settings> {
+pub fn load(path: &Path) -> Result<Settings, FileError> {
     let map = read_settings(path)?;
     let text = match read_settings_text(path) {
         Ok(t) if !t.trim().is_empty() => Some(t),
@@ -143,8 +179,9 @@ pub struct Created {
 }
 
 impl Created {
-    pub fn load(ctx: &Context) -> Self {
-        let file = ctx.data_dir.join("installed.json");
+    /// The record in the app's data folder (none yet is an empty one).
+    pub fn load(data_dir: &Path) -> Self {
+        let file = data_dir.join("installed.json");
         let all = std::fs::read(&file)
             .ok()
             .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
@@ -171,7 +208,7 @@ impl Created {
                     .collect()
             })
     }
-    pub fn set(&mut self, path: &Path, created: Option<Vec<String>>) -> AppResult {
+    pub fn set(&mut self, path: &Path, created: Option<Vec<String>>) -> Result<(), FileError> {
         let key = Self::key(path);
         match created {
             // Kept even when empty: "installed here, created nothing" is not "no record".
@@ -186,45 +223,18 @@ impl Created {
         }
         let mut text = serde_json::to_string_pretty(&self.all).unwrap_or_default();
         text.push('\n');
-        crate::fsutil::write_private(&self.file, &text)
+        hooks_platform::files::write_private(&self.file, &text).map_err(|e| {
+            FileError::runtime(format!("could not write {}: {e}", self.file.display()))
+        })
     }
-}
-
-/// Shows or writes the new text; `None` removes the file.
-pub fn apply(s: &Settings, after: Option<&str>, dry_run: bool, verb: &str) -> AppResult<bool> {
-    if s.text.as_deref() == after {
-        println!("{}: nothing to change ({verb} already)", s.path.display());
-        return Ok(false);
-    }
-    if dry_run {
-        match after {
-            Some(t) => {
-                println!("would write {}:", s.path.display());
-                print!("{t}");
-                if !t.ends_with('\n') {
-                    println!();
-                }
-            }
-            None => println!("would remove {} (install created it)", s.path.display()),
-        }
-        return Ok(false);
-    }
-    match after {
-        Some(t) => write_text(&s.path, t)?,
-        None => std::fs::remove_file(write_target(&s.path)?).map_err(|e| {
-            AppError::runtime(format!("could not remove {}: {e}", s.path.display()))
-        })?,
-    }
-    println!("{}: {verb}", s.path.display());
-    Ok(true)
 }
 
 /// Where this app's hook is installed: the settings files that have one of its entries.
 /// The URLs this app's `http` hooks post to, in every settings file it looks at.
-pub fn installed_http_urls(ctx: &Context) -> Vec<(PathBuf, String)> {
+pub fn installed_http_urls(places: &Places) -> Vec<(PathBuf, String)> {
     let mut out = Vec::new();
     for scope in [Scope::User, Scope::Project, Scope::Local] {
-        let p = settings_path(ctx, scope);
+        let p = settings_path(places, scope);
         let Ok(m) = read_settings(&p) else { continue };
         let handlers = m
             .get("hooks")
@@ -249,10 +259,11 @@ pub fn installed_http_urls(ctx: &Context) -> Vec<(PathBuf, String)> {
     out
 }
 
-pub fn installed_in(ctx: &Context) -> Vec<(PathBuf, Vec<String>)> {
+/// The settings files that hold this app's handlers, with the events they hold them for.
+pub fn installed_in(places: &Places) -> Vec<(PathBuf, Vec<String>)> {
     let mut out = Vec::new();
     for scope in [Scope::User, Scope::Project, Scope::Local] {
-        let p = settings_path(ctx, scope);
+        let p = settings_path(places, scope);
         let Ok(m) = read_settings(&p) else { continue };
         let mut events = Vec::new();
         if let Some(Value::Object(h)) = m.get("hooks") {
