@@ -110,17 +110,16 @@ pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
     } else {
         None
     };
-    match skip {
-        Some(r) => EnqueueDecision::Skip(r),
-        None if i.failure.is_some() => EnqueueDecision::Queue {
-            due_at: ceil_to_second(i.failure.map_or(i.now, |f| {
-                crate::failure::due_at(f, i.hook.delay.seconds(), 1, i.now)
-            })),
+    match (skip, i.failure) {
+        (Some(r), _) => EnqueueDecision::Skip(r),
+        // A failure is followed up when its limit resets, or after the first backoff.
+        (None, Some(f)) => EnqueueDecision::Queue {
+            due_at: ceil_to_second(crate::failure::due_at(f, i.hook.delay.seconds(), 1, i.now)),
         },
         // With a delay, round up: the store keeps whole seconds, and rounding down would
         // make an entry due before its delay has passed. Without one, due now.
-        None if i.hook.delay.seconds() == 0 => EnqueueDecision::Queue { due_at: i.now },
-        None => EnqueueDecision::Queue {
+        (None, None) if i.hook.delay.seconds() == 0 => EnqueueDecision::Queue { due_at: i.now },
+        (None, None) => EnqueueDecision::Queue {
             due_at: ceil_to_second(i.now + i.hook.delay.duration()),
         },
     }

@@ -533,7 +533,8 @@ impl HookSpec {
     }
 
     /// The second seeded hook, off until the user turns it on: a conversation stopped by a
-    /// usage or capacity limit carries on once the limit has reset.
+    /// usage or capacity limit carries on once the limit has reset. It differs from
+    /// post-task only where it says so.
     pub fn continue_after_limit() -> Self {
         Self {
             name: "Continue after limit".to_owned(),
@@ -541,12 +542,8 @@ impl HookSpec {
             delay: Delay(60),
             prompt_file: PromptFile(format!("{PROMPT_DIR}/continue-after-limit.md")),
             enabled: false,
-            skip_cron: true,
-            skip_subagents: true,
             max_context: ContextCap::NONE,
-            max_cost: CostCap::NONE,
-            max_lateness: MaxLateness::NONE,
-            errors: FailureKinds::default(),
+            ..Self::post_task()
         }
     }
 

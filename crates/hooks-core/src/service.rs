@@ -297,17 +297,18 @@ impl Service {
             self.ports.meta.remember(&ev.session, &ev.update).await?
         };
         let now = self.now();
-        // A failure event always says what failed: one that does not is an `unknown` one.
-        let unknown = (ev.event == Event::ConversationFailed).then(|| crate::failure::FailedTurn {
-            kind: FailureKind::Unknown,
-            texts: Vec::new(),
+        // Only a failure event carries a failure, and it always says what failed: one that
+        // does not is an `unknown` one.
+        let failure = (ev.event == Event::ConversationFailed).then(|| {
+            let unknown = crate::failure::FailedTurn {
+                kind: FailureKind::Unknown,
+                texts: Vec::new(),
+            };
+            ev.failure
+                .as_ref()
+                .unwrap_or(&unknown)
+                .resolve(now, |zone, at| self.ports.clock.offset(zone, at).ok())
         });
-        let failure = ev
-            .failure
-            .as_ref()
-            .or(unknown.as_ref())
-            .filter(|_| ev.event == Event::ConversationFailed)
-            .map(|f| f.resolve(now, |zone, at| self.ports.clock.offset(zone, at).ok()));
         let request = EnqueueRequest {
             session: ev.session.clone(),
             event: ev.event,
@@ -581,6 +582,27 @@ impl Service {
         due_at: Timestamp,
         waiting: Waiting,
     ) -> Result<FireAction, ServiceError> {
+        Ok(
+            if self
+                .requeue_waiting(entry, due_at, entry.retries, &waiting)
+                .await?
+            {
+                FireAction::Waiting { due_at, waiting }
+            } else {
+                FireAction::Fenced
+            },
+        )
+    }
+
+    /// Puts a claimed entry back in the queue, due at `due_at` and waiting for `waiting`'s
+    /// reason. `false` when the claim was lost (or the entry is gone): nothing changed.
+    async fn requeue_waiting(
+        &self,
+        entry: &PendingEntry,
+        due_at: Timestamp,
+        retries: u32,
+        waiting: &Waiting,
+    ) -> Result<bool, ServiceError> {
         match self
             .ports
             .store
@@ -588,15 +610,13 @@ impl Service {
                 &entry.key(),
                 &self.config.owner,
                 due_at,
-                entry.retries,
+                retries,
                 Some(waiting.clone()),
             )
             .await
         {
-            Ok(()) => Ok(FireAction::Waiting { due_at, waiting }),
-            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => {
-                Ok(FireAction::Fenced)
-            }
+            Ok(()) => Ok(true),
+            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => Ok(false),
             Err(e) => Err(e.into()),
         }
     }
@@ -999,26 +1019,14 @@ impl Service {
         };
         self.ports.store.append_run(record).await?;
         self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
-        match self
-            .ports
-            .store
-            .requeue(
-                &entry.key(),
-                &self.config.owner,
-                due_at,
-                attempt,
-                Some(waiting.clone()),
-            )
-            .await
-        {
-            Ok(()) => Ok(Some(FireAction::Limited {
-                due_at,
-                waiting,
-                run: Box::new(record.clone()),
-            })),
-            Err(StoreError::Fenced(_)) | Err(StoreError::EntryNotFound(_)) => Ok(None),
-            Err(e) => Err(e.into()),
-        }
+        let requeued = self
+            .requeue_waiting(entry, due_at, attempt, &waiting)
+            .await?;
+        Ok(requeued.then(|| FireAction::Limited {
+            due_at,
+            waiting,
+            run: Box::new(record.clone()),
+        }))
     }
 
     /// The store's daily budget as it stands at `now`: the day in its zone (UTC should the
