@@ -302,6 +302,15 @@ fn layering() -> Result<(), String> {
             naming.join("; ")
         ));
     }
+    // The clap types are the command line's own: only the commands (and the crate root,
+    // which parses the line) name them; the rest takes options the commands convert.
+    let naming_cli = modules::naming_clap(&modules::read_crate(&app_src)?);
+    if !naming_cli.is_empty() {
+        return Err(format!(
+            "only hooks-app's commands name the clap types (cli), but {} do",
+            naming_cli.join(", ")
+        ));
+    }
     // hooks-app's modules keep their layers: nothing names a module above it.
     let breaches = modules::layer_breaches(
         &modules::read_crate(&root().join("crates/hooks-app/src"))?,

@@ -284,6 +284,19 @@ pub const APP_LAYERS: &[&[&str]] = &[
     &["cli", "options", "output", "fsutil", "blocking"],
 ];
 
+/// hooks-app's modules other than the commands (and the crate root, which parses the
+/// command line) that name the clap types in `cli`: they should take the options the
+/// commands convert the command line into.
+pub fn naming_clap(files: &Files) -> Vec<String> {
+    let own = |m: &str, top: &str| m == top || m.starts_with(&format!("{top}::"));
+    files
+        .iter()
+        .filter(|(m, _)| !m.is_empty() && !own(m, "cli") && !own(m, "commands"))
+        .filter(|(_, text)| text.contains("crate::cli"))
+        .map(|(m, _)| m.clone())
+        .collect()
+}
+
 /// Where hooks-app's modules break [`APP_LAYERS`], as readable lines.
 pub fn layer_breaches(files: &Files, layers: &[&[&str]]) -> Vec<String> {
     let layer = |m: &str| {
@@ -412,5 +425,16 @@ mod tests {
             found[1].starts_with("output (layer 3) names commands (layer 0)"),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn only_the_commands_name_the_clap_types_and_a_planted_use_is_found() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let mut app = read_crate(&root.join("crates/hooks-app/src")).unwrap();
+        assert_eq!(naming_clap(&app), Vec::<String>::new());
+        app.get_mut("daemon::scheduler")
+            .unwrap()
+            .push_str("\nuse crate::cli::RunArgs;\n");
+        assert_eq!(naming_clap(&app), ["daemon::scheduler"]);
     }
 }

@@ -8,6 +8,7 @@ use crate::{AppError, AppResult, Context, claude_hook, compose, daemon, install}
 
 mod alerts;
 mod budget;
+mod convert;
 mod doctor;
 mod history;
 mod hooks;
@@ -52,7 +53,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         }
         _ => {}
     }
-    let mut ctx = match Context::resolve(&cli.global) {
+    let mut ctx = match Context::resolve(&convert::flags(&cli.global)) {
         Ok(c) => c,
         // Exit 2 from a Claude Code hook would block Claude.
         Err(e) if matches!(cli.command, Command::ClaudeHook(_)) => {
@@ -120,13 +121,13 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             if !a.dry_run {
                 compose::record_workspace(&mut ctx)?;
             }
-            install::install(&ctx, &a)?
+            install::install(&ctx, &convert::install(&a))?
         }
-        Command::Uninstall(a) => install::uninstall(&ctx, &a)?,
+        Command::Uninstall(a) => install::uninstall(&ctx, &convert::uninstall(&a))?,
         Command::Store(cmd) => store::run(&ctx, cmd)?,
         Command::Prune { older_than } => prune(&ctx, older_than)?,
-        Command::Tick(a) => return daemon::tick(&ctx, &a),
-        Command::Serve(a) => return daemon::serve(&ctx, &a),
+        Command::Tick(a) => return daemon::tick(&ctx, &convert::run(&a)),
+        Command::Serve(a) => return daemon::serve(&ctx, &convert::serve(&a)),
         Command::Status(j) => status::status(&ctx, j.json)?,
         Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),

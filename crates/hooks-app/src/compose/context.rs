@@ -3,11 +3,28 @@
 use std::path::{Path, PathBuf};
 
 use super::choice::{RunnerChoice, StoreChoice};
-use crate::cli::Global;
 use crate::fsutil::shell_quote;
 use crate::fsutil::write_private;
 use crate::fsutil::{absolute, home};
 use crate::{AppError, AppResult};
+
+/// What the command line says of where things are, before defaults: the commands make it
+/// from the global flags (and their variables).
+#[derive(Debug, Clone)]
+pub struct Flags {
+    pub data_dir: Option<PathBuf>,
+    pub workspace: Option<PathBuf>,
+    pub claude_home: Option<PathBuf>,
+    pub claude_bin: Option<PathBuf>,
+    pub done_marker: String,
+    pub runner: crate::options::RunnerKind,
+    pub runner_url: Option<String>,
+    pub runner_token_file: Option<PathBuf>,
+    pub store: Option<String>,
+    pub host_id: Option<String>,
+    pub any_host: bool,
+    pub store_poll: bool,
+}
 
 /// The resolved paths.
 #[derive(Debug, Clone)]
@@ -41,7 +58,7 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn resolve(g: &Global) -> AppResult<Self> {
+    pub fn resolve(g: &Flags) -> AppResult<Self> {
         let data_dir_explicit = g.data_dir.is_some();
         let data_dir = match &g.data_dir {
             Some(d) => absolute(d)?,

@@ -18,10 +18,12 @@ use hooks_core::service::{Config, Service};
 use tracing::{info, warn};
 
 use self::ondemand::mark_running;
-use crate::cli::{RunArgs, ServeArgs};
 use crate::compose::Store;
 use crate::options::LogFormat;
 use crate::{AppError, AppResult, Context, compose};
+
+mod options;
+pub use options::{RunOptions, ServeOptions};
 
 pub mod ondemand;
 mod report;
@@ -41,7 +43,7 @@ fn init_logging(format: LogFormat) {
     };
 }
 
-fn build(ctx: &Context, a: &RunArgs) -> AppResult<(Arc<Service>, Store)> {
+fn build(ctx: &Context, a: &RunOptions) -> AppResult<(Arc<Service>, Store)> {
     let config = Config {
         policy: Policy {
             quiet_period: time::Duration::seconds(a.quiet_period as i64),
@@ -73,7 +75,7 @@ fn runtime() -> AppResult<tokio::runtime::Runtime> {
         .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))
 }
 
-pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
+pub fn serve(ctx: &Context, a: &ServeOptions) -> AppResult<ExitCode> {
     init_logging(a.run.log_format);
     for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
         warn!("{said}");
@@ -165,7 +167,7 @@ pub fn serve(ctx: &Context, a: &ServeArgs) -> AppResult<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn tick(ctx: &Context, a: &RunArgs) -> AppResult<ExitCode> {
+pub fn tick(ctx: &Context, a: &RunOptions) -> AppResult<ExitCode> {
     init_logging(a.log_format);
     let (svc, store) = build(ctx, a)?;
     runtime()?.block_on({

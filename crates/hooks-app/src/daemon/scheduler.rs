@@ -17,8 +17,8 @@ use tracing::{error, info, warn};
 
 use super::ondemand::DaemonMark;
 use super::ondemand::mark_running;
+use super::options::RunOptions;
 use super::report::log_report;
-use crate::cli::RunArgs;
 use crate::compose::Store;
 use crate::{AppError, AppResult};
 
@@ -97,7 +97,7 @@ pub struct Idle {
 const OPEN_CHECK: Duration = Duration::from_secs(2);
 
 impl Loop {
-    pub fn new(svc: Arc<Service>, store: Store, a: &RunArgs, mode: Mode) -> Self {
+    pub fn new(svc: Arc<Service>, store: Store, a: &RunOptions, mode: Mode) -> Self {
         Self {
             svc,
             store,

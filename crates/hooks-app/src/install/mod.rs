@@ -15,7 +15,6 @@
 
 use serde_json::Value;
 
-use crate::cli::{InstallArgs, UninstallArgs};
 use crate::options::{DaemonMode, Scope, Transport, Trigger};
 use hooks_claude_code::jsonedit;
 use hooks_claude_code::settings::*;
@@ -23,6 +22,9 @@ use hooks_claude_code::settings::*;
 use crate::{AppError, AppResult, Context};
 
 mod setup;
+
+mod options;
+pub use options::{InstallOptions, UninstallOptions};
 
 use hooks_claude_code::files::{Created, Settings, load, write_target, write_text};
 use setup::*;
@@ -69,7 +71,7 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
     ))
 }
 
-pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
+pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
     let path = settings_path(ctx, a.scope);
     let s = load(&path)?;
     let http_base = match a.transport {
@@ -172,7 +174,7 @@ pub fn install(ctx: &Context, a: &InstallArgs) -> AppResult {
     daemon_setup(ctx, a)
 }
 
-pub fn uninstall(ctx: &Context, a: &UninstallArgs) -> AppResult {
+pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     let path = settings_path(ctx, a.scope);
     let s = load(&path)?;
     let Some(original) = s.text.clone() else {

@@ -3,13 +3,13 @@
 
 use std::path::Path;
 
-use crate::cli::InstallArgs;
+use super::options::InstallOptions;
 use crate::options::DaemonMode;
 
 use crate::{AppError, AppResult, Context};
 
 /// Keeps the daemon mode for claude-hook and doctor, and writes the service unit.
-pub fn daemon_setup(ctx: &Context, a: &InstallArgs) -> AppResult {
+pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
     use crate::daemon::ondemand::{self, DaemonConfig};
     let cfg = DaemonConfig {
         mode: a.daemon,
