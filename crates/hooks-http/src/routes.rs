@@ -113,6 +113,23 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for HookPath {
     }
 }
 
+/// A conversation's id (or prefix) in the path, as given: one that cannot even be decoded
+/// is refused as the API refuses a bad id.
+struct SessionPath(String);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for SessionPath {
+    type Rejection = ApiError;
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        s: &S,
+    ) -> Result<Self, ApiError> {
+        path_id(parts, s)
+            .await
+            .map(SessionPath)
+            .map_err(|e| ApiError::bad("id", e.rule_text()))
+    }
+}
+
 /// The `{id}` of a path, decoded by axum's `Path`.
 async fn path_id<S: Send + Sync>(
     parts: &mut axum::http::request::Parts,
@@ -289,7 +306,7 @@ async fn runs(State(s): State<Shared>, q: Params) -> Answer {
     ))
 }
 
-async fn session(State(s): State<Shared>, Path(id): Path<String>) -> Answer {
+async fn session(State(s): State<Shared>, SessionPath(id): SessionPath) -> Answer {
     SessionId::parse(&id).map_err(|e| ApiError::bad("id", e.rule))?;
     let sid = s.svc.find_session(&id).await.map_err(|e| match e {
         SessionLookup::Invalid(e) => e.into(),

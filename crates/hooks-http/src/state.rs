@@ -205,6 +205,10 @@ impl ApiError {
     pub fn unavailable(rule: impl Into<String>) -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "", rule)
     }
+    /// The rule broken, without the field.
+    pub fn rule_text(&self) -> String {
+        self.rule.clone()
+    }
     /// `field: rule`, or the rule alone.
     pub fn message(&self) -> String {
         if self.field.is_empty() {

@@ -224,6 +224,10 @@ async fn the_guard_and_the_router_answer_what_they_refuse_as_the_api_does() {
             .contains("GET, HEAD, POST"),
         "{e}"
     );
+    // An id that is not even text is refused as a bad id, in the API's shape.
+    let (status, e) = app.json("GET", "/api/v1/sessions/%FF", "").await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(e["error"]["field"], "id", "{e}");
     // A path it does not have: 404 pointing at the document.
     let (status, e) = app.json("GET", "/api/v1/nothing", "").await;
     assert_eq!(status, StatusCode::NOT_FOUND);

@@ -21,7 +21,15 @@ pub fn runs(
     (summary, by, since): (bool, Option<crate::options::SummaryBy>, Option<String>),
     json: bool,
 ) -> AppResult {
-    let store = ctx.open_store()?;
+    // A conversation named by a prefix is looked up through the service; its store is then
+    // the one read, so the store is opened once either way.
+    let (svc, store) = match &session {
+        Some(_) => {
+            let (svc, store) = crate::compose::service(ctx)?;
+            (Some(svc), store)
+        }
+        None => (None, ctx.open_store()?),
+    };
     let hook_id = hook.as_deref().map(HookId::parse).transpose()?;
     // An id that names no hook is a mistake, not an empty list.
     if let Some(id) = &hook_id
@@ -35,7 +43,9 @@ pub fn runs(
             None => None,
             Some(s) => {
                 SessionId::parse(s)?;
-                let (svc, _) = crate::compose::service(ctx)?;
+                let svc = svc
+                    .as_ref()
+                    .expect("a service is built when a session is named");
                 Some(block_on(svc.find_session(s))??)
             }
         },
