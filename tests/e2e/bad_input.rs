@@ -366,18 +366,30 @@ fn the_done_marker_can_be_changed() {
     let ev = |sid: &str, msg: &str| {
         serde_json::json!({"hook_event_name": "Stop", "session_id": sid, "cwd": "/tmp", "last_assistant_message": msg}).to_string()
     };
-    let marker = [("HOOKS_DONE_MARKER", "ALL FINISHED")];
+    let marker = ["--done-marker", "ALL FINISHED"];
     assert!(
-        hook_call_with(&app, &[], &marker, ev("m-done", "x\nDONE").as_bytes())
+        hook_call_with(&app, &marker, &[], ev("m-done", "x\nDONE").as_bytes())
             .status
             .success()
     );
     assert!(
         hook_call_with(
             &app,
-            &[],
             &marker,
+            &[],
             ev("m-finished", "x\n ALL FINISHED ").as_bytes()
+        )
+        .status
+        .success()
+    );
+    // A hook reads its marker from its command line only: the variable may be a
+    // repository's (a project's settings `env` reaches every hook).
+    assert!(
+        hook_call_with(
+            &app,
+            &[],
+            &[("HOOKS_DONE_MARKER", "ALL FINISHED")],
+            ev("m-by-variable", "x\nALL FINISHED").as_bytes()
         )
         .status
         .success()
@@ -400,7 +412,7 @@ fn the_done_marker_can_be_changed() {
     .unwrap();
     assert_eq!(
         settings["hooks"]["Stop"][0]["hooks"][0]["command"],
-        format!("{APP} --done-marker 'ALL FINISHED' claude-hook")
+        app.hook_command("").replace(" claude-hook", " --done-marker 'ALL FINISHED' claude-hook")
     );
     refused(
         &app,

@@ -37,10 +37,10 @@ fn install_merges_keeps_everything_else_and_is_idempotent() {
         stop[0], existing["hooks"]["Stop"][0],
         "the other Stop hook stays first"
     );
-    assert_eq!(stop[1]["hooks"][0]["command"], format!("{APP} claude-hook"));
+    assert_eq!(stop[1]["hooks"][0]["command"], app.hook_command(""));
     assert_eq!(
         v["hooks"]["SessionEnd"][0]["hooks"][0]["command"],
-        format!("{APP} claude-hook --on session-end")
+        app.hook_command(" --on session-end")
     );
     let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["model", "permissions", "hooks"], "key order is kept");
@@ -159,10 +159,10 @@ fn layout(text: &str) -> (bool, bool, Vec<char>, bool) {
 #[test]
 fn install_then_uninstall_gives_every_file_of_the_corpus_back_byte_for_byte() {
     let app = App::fake();
-    let stop = ("Stop", format!("{APP} claude-hook"));
-    let end_wake = ("SessionEnd", format!("{APP} claude-hook"));
-    let end_queue = ("SessionEnd", format!("{APP} claude-hook --on session-end"));
-    let failure = ("StopFailure", format!("{APP} claude-hook"));
+    let stop = ("Stop", app.hook_command(""));
+    let end_wake = ("SessionEnd", app.hook_command(""));
+    let end_queue = ("SessionEnd", app.hook_command(" --on session-end"));
+    let failure = ("StopFailure", app.hook_command(""));
     let mut byte_for_byte = 0;
     for (name, original) in corpus() {
         for (trigger, ours) in [
@@ -291,7 +291,7 @@ fn a_symlinked_settings_file_stays_a_link_and_its_target_gets_the_entry() {
     let v: Value = serde_json::from_slice(&std::fs::read(&target).unwrap()).unwrap();
     assert_eq!(
         v["hooks"]["Stop"][0]["hooks"][0]["command"],
-        format!("{APP} claude-hook"),
+        app.hook_command(""),
         "the dotfiles copy has the entry"
     );
     assert_eq!(
@@ -344,7 +344,15 @@ fn project_scope_writes_a_portable_command_and_local_scope_this_machines_path() 
     .to_string();
     let bin_dir = app.env.dir.path().join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
-    std::os::unix::fs::symlink(APP, bin_dir.join("hooks-app")).unwrap();
+    // The hooks-app on PATH; the wrapper names the scratch data folder, which a hook call
+    // does not take from the environment (it finds the one under the user database's home).
+    hooks_testkit::write_script(
+        &bin_dir.join("hooks-app"),
+        &format!(
+            "#!/bin/sh\nexec {APP} --data-dir {} \"$@\"\n",
+            hooks_platform::shell_quote(&app.data_dir().to_string_lossy())
+        ),
+    );
     let sh = |path: &std::path::Path| {
         let mut c = std::process::Command::new("/bin/sh");
         app.env.apply(&mut c);
@@ -395,7 +403,7 @@ fn project_scope_writes_a_portable_command_and_local_scope_this_machines_path() 
     let v: Value = serde_json::from_slice(&std::fs::read(&local).unwrap()).unwrap();
     assert_eq!(
         v["hooks"]["Stop"][0]["hooks"][0]["command"],
-        format!("{APP} claude-hook")
+        app.hook_command("")
     );
     let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
     assert!(

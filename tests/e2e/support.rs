@@ -167,8 +167,37 @@ impl App {
                 None => c.env_remove(var),
             };
         }
+        if args.first() == Some(&"claude-hook") {
+            // A hook call reads no variable (a project's settings `env` reaches every hook):
+            // what it needs is on its command line, as `install` writes it.
+            c.args(self.hook_flags());
+        }
         c.args(args).current_dir(&self.proj).stdin(Stdio::null());
         c
+    }
+
+    /// The global options `install` writes before `claude-hook` here: the scratch data
+    /// folder is not the one under the user database's home, and the store and host id the
+    /// test chose.
+    pub fn hook_flags(&self) -> Vec<String> {
+        let mut f = vec![
+            "--data-dir".to_owned(),
+            self.data_dir().to_string_lossy().into_owned(),
+        ];
+        for (flag, value) in [("--store", &self.store), ("--host-id", &self.host_id)] {
+            if let Some(v) = value {
+                f.extend([flag.to_owned(), v.clone()]);
+            }
+        }
+        f
+    }
+
+    /// The hook command `install` writes here, `claude-hook` followed by `tail`.
+    pub fn hook_command(&self, tail: &str) -> String {
+        format!(
+            "{APP} --data-dir {} claude-hook{tail}",
+            hooks_platform::shell_quote(&self.data_dir().to_string_lossy())
+        )
     }
 
     pub fn run(&self, args: &[&str]) -> Output {

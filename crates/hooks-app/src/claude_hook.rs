@@ -172,7 +172,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
 /// already; a daemon that cannot be started is said on stderr (Claude shows it) and the
 /// entry waits for the next one.
 fn start_daemon(ctx: &Context) {
-    if let Err(e) = crate::daemon::ondemand::ensure_running(ctx) {
+    if let Err(e) = crate::daemon::ondemand::ensure_running(ctx, true) {
         eprintln!("hooks-app claude-hook: queued, but {}", e.message);
     }
 }

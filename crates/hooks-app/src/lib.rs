@@ -113,6 +113,15 @@ pub fn run() -> ExitCode {
         None => cli::Cli::try_parse(),
     };
     let cli = match parsed {
+        // A `claude-hook` call the hook parser refused: the full parser read the global
+        // options' variables, which in a hook are a repository's to set.
+        Ok(cli::Cli {
+            command: cli::Command::ClaudeHook(_),
+            global,
+        }) if !global.from_hook => {
+            eprintln!("hooks-app claude-hook: the command line could not be read");
+            return ExitCode::from(1);
+        }
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();

@@ -15,6 +15,7 @@ compile_error!(
      not under /mnt/c, and systemd enabled in /etc/wsl.conf for --daemon service)."
 );
 
+pub mod account;
 pub mod files;
 pub mod process;
 pub mod sync;

@@ -46,18 +46,23 @@ pub struct HookArgs {
 /// The command line of a `claude-hook` call, parsed by a command that knows only the
 /// global options and `claude-hook`: Claude Code runs it at every stop, and building the
 /// whole command line (every subcommand and its help) is a good part of its start-up.
-/// The options are the same clap definitions, so a call parses to what the full command
-/// line gives it; `None` for anything else (including help and errors), which the full
-/// command line then parses.
+/// The options are the same clap definitions, but **read from the command line alone**:
+/// Claude Code exports a project's settings `env` to every hook command, so a variable
+/// such as `HOOKS_WORKSPACE` there is the repository's, not the user's. `None` for
+/// anything else (including help and errors), which the full command line then parses.
 pub fn parse_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> Option<Cli> {
     use clap::FromArgMatches;
     let cmd = Global::augment_args(clap::Command::new("hooks-app"))
+        .mut_args(|a| a.env(None::<&'static str>))
         .subcommand(HookArgs::augment_args(clap::Command::new("claude-hook")));
     let m = cmd.try_get_matches_from(args).ok()?;
     let (name, sub) = m.subcommand()?;
     (name == "claude-hook").then_some(())?;
     Some(Cli {
-        global: Global::from_arg_matches(&m).ok()?,
+        global: Global {
+            from_hook: true,
+            ..Global::from_arg_matches(&m).ok()?
+        },
         command: Command::ClaudeHook(HookArgs::from_arg_matches(sub).ok()?),
     })
 }
@@ -118,6 +123,9 @@ pub struct Global {
     /// Poll the store for changes instead of listening (PostgreSQL behind a pooler in transaction mode)
     #[arg(long, global = true, env = "HOOKS_STORE_POLL")]
     pub store_poll: bool,
+    /// Parsed as a `claude-hook` call: from the command line alone, no variable read.
+    #[arg(skip)]
+    pub from_hook: bool,
 }
 
 #[derive(Debug, Subcommand)]

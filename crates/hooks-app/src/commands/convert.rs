@@ -20,6 +20,7 @@ pub fn flags(g: &Global) -> Flags {
         host_id: g.host_id.clone(),
         any_host: g.any_host,
         store_poll: g.store_poll,
+        from_hook: g.from_hook,
     }
 }
 

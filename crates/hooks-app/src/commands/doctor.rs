@@ -425,6 +425,31 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             }
         }),
     });
+    if mode == crate::options::DaemonMode::OnDemand {
+        // A daemon a hook starts gets the environment install kept, never the hook's.
+        let kept = crate::daemon::environment::DaemonEnvironment::read(&ctx.data_dir);
+        checks.push(Check {
+            name: "daemon environment",
+            ok: kept.is_some(),
+            detail: match &kept {
+                Some(env) => format!(
+                    "a daemon started on demand gets the environment of your last install ({} variables: {}; claude: {})",
+                    env.vars.len(),
+                    env.names().join(", "),
+                    env.claude_bin.display()
+                ),
+                None => format!(
+                    "{} is missing: a hook starts no daemon, since a hook's environment is partly the repository's",
+                    ctx.data_dir
+                        .join(crate::daemon::environment::FILE)
+                        .display()
+                ),
+            },
+            fix: kept
+                .is_none()
+                .then(|| "hooks-app install (from your own shell)".into()),
+        });
+    }
 
     let problems = checks.iter().filter(|c| !c.ok).count();
     if as_json {

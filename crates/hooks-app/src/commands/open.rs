@@ -16,7 +16,7 @@ fn start_http_daemon(ctx: &Context) -> AppResult<String> {
         )));
     };
     if cfg.mode == crate::options::DaemonMode::OnDemand
-        && crate::daemon::ondemand::ensure_running(ctx)?
+        && crate::daemon::ondemand::ensure_running(ctx, false)?
     {
         let started = std::time::Instant::now();
         while started.elapsed() < Duration::from_secs(15) {

@@ -24,14 +24,18 @@ pub struct Flags {
     pub host_id: Option<String>,
     pub any_host: bool,
     pub store_poll: bool,
+    /// A Claude Code hook's call: nothing is taken from the environment (a project's
+    /// settings `env` reaches every hook), and the defaults come from the user database's
+    /// home, not `$HOME` or `$XDG_DATA_HOME`.
+    pub from_hook: bool,
 }
 
 /// The resolved paths.
 #[derive(Debug, Clone)]
 pub struct Context {
     pub data_dir: PathBuf,
-    /// Whether the data folder was chosen by flag or variable (and must be passed on to
-    /// the hook command that `install` writes).
+    /// Whether the data folder is not the one a `claude-hook` call finds by itself (under
+    /// the user database's home), so the hook command `install` writes must name it.
     pub data_dir_explicit: bool,
     /// Where prompt files are found after the conversation's own project (and where no
     /// approval is needed): `--workspace`, else the one `init` or `install` recorded, else
@@ -59,9 +63,9 @@ pub struct Context {
 
 impl Context {
     pub fn resolve(g: &Flags) -> AppResult<Self> {
-        let data_dir_explicit = g.data_dir.is_some();
         let data_dir = match &g.data_dir {
             Some(d) => absolute(d)?,
+            None if g.from_hook => account_data_dir()?,
             None => match std::env::var_os("XDG_DATA_HOME").filter(|x| !x.is_empty()) {
                 Some(x) => PathBuf::from(x).join("hooks-app"),
                 None => home()?.join(".local/share/hooks-app"),
@@ -78,6 +82,7 @@ impl Context {
         };
         let claude_home = match g.claude_home.as_ref().filter(|p| !p.as_os_str().is_empty()) {
             Some(c) => absolute(c)?,
+            None if g.from_hook => account_home()?.join(".claude"),
             None => home()?.join(".claude"),
         };
         let claude_bin = g
@@ -115,6 +120,9 @@ impl Context {
             }
             _ => host_name(),
         };
+        // The hook command names the data folder whenever it is not the one a hook finds by
+        // itself (under the user database's home: a hook reads no variable).
+        let data_dir_explicit = account_data_dir().ok().as_ref() != Some(&data_dir);
         Ok(Self {
             data_dir,
             data_dir_explicit,
@@ -208,6 +216,18 @@ impl Context {
         }
         Ok(cmd)
     }
+}
+
+/// The user's home as the user database gives it (never `$HOME`).
+pub fn account_home() -> AppResult<PathBuf> {
+    hooks_platform::account::home().ok_or_else(|| {
+        AppError::runtime("this user has no home folder in the user database: pass --data-dir")
+    })
+}
+
+/// The data folder a `claude-hook` call uses when its command line names none.
+pub fn account_data_dir() -> AppResult<PathBuf> {
+    Ok(account_home()?.join(".local/share/hooks-app"))
 }
 
 /// The file that records the workspace `init` or `install` was run for.

@@ -25,6 +25,7 @@ use crate::{AppError, AppResult, Context, compose};
 mod options;
 pub use options::{RunOptions, ServeOptions};
 
+pub mod environment;
 pub mod ondemand;
 mod report;
 mod scheduler;

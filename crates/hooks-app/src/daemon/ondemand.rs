@@ -13,6 +13,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub use crate::options::DEFAULT_IDLE_EXIT;
+use super::environment::DaemonEnvironment;
 use crate::options::DaemonMode;
 use crate::{AppError, AppResult, Context};
 
@@ -71,43 +72,55 @@ pub fn mode_name(m: DaemonMode) -> &'static str {
     }
 }
 
-/// Environment Claude Code gives its hooks that must not reach the follow-ups a daemon
-/// started from a hook runs (a `claude` that sees them takes itself for a nested session).
-const HOOK_ONLY_ENV: [&str; 5] = [
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SSE_PORT",
-    "CLAUDE_PROJECT_DIR",
-    "CLAUDE_ENV_FILE",
-];
-
 /// Starts `serve --on-demand` in the background when the mode is on demand and no daemon
 /// holds the data folder. Returns whether one was started. Two hooks racing may both start
 /// one; the second finds the first holding `ondemand.lock` and exits at once.
-pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
+///
+/// The daemon gets the environment the user's `install` kept ([`DaemonEnvironment`]),
+/// never this process's: from a Claude Code hook (`from_hook`) that environment is partly
+/// the repository's. Where none was kept, a hook starts nothing (what it queued waits,
+/// and it says so); a command the user typed passes on its own.
+pub fn ensure_running(ctx: &Context, from_hook: bool) -> AppResult<bool> {
     let cfg = DaemonConfig::read(&ctx.data_dir);
     if cfg.mode != DaemonMode::OnDemand || crate::daemon::ondemand::daemon_running(&ctx.data_dir) {
         return Ok(false);
     }
+    let env = match DaemonEnvironment::read(&ctx.data_dir) {
+        Some(env) => env,
+        None if from_hook => {
+            return Err(AppError::runtime(format!(
+                "no daemon was started: {} is missing, so the environment to start it with is not known; run `hooks-app install` again from your own shell",
+                ctx.data_dir.join(super::environment::FILE).display()
+            )));
+        }
+        None => DaemonEnvironment::capture(ctx),
+    };
     let log_path = ctx.data_dir.join(LOG_FILE);
     rotate(&log_path);
     let log = OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
         .open(&log_path)
         .map_err(|e| AppError::runtime(format!("could not open {}: {e}", log_path.display())))?;
+    if !log.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(AppError::runtime(format!(
+            "{} is not a regular file",
+            log_path.display()
+        )));
+    }
     let exe = std::env::current_exe()
         .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
     let mut cmd = Command::new(exe);
-    cmd.arg("--data-dir")
+    cmd.env_clear()
+        .envs(&env.vars)
+        .arg("--data-dir")
         .arg(&ctx.data_dir)
         .arg("--claude-home")
-        .arg(&ctx.claude_home)
+        .arg(&env.claude_home)
         .arg("--claude-bin")
-        .arg(claude_for_daemon(&ctx.claude_bin))
-        .arg("--workspace")
-        .arg(&ctx.workspace)
+        .arg(&env.claude_bin)
         .arg("--done-marker")
         .arg(&ctx.done_marker)
         .args(ctx.child_args())
@@ -127,9 +140,6 @@ pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
                 .map_err(|e| AppError::runtime(e.to_string()))?,
         )
         .stderr(log);
-    for k in HOOK_ONLY_ENV {
-        cmd.env_remove(k);
-    }
     // SAFETY: setsid(2) is async-signal-safe; between fork and exec it only detaches the
     // child into a session of its own, out of reach of the hook's process group and terminal.
     unsafe {
@@ -148,7 +158,7 @@ pub fn ensure_running(ctx: &Context) -> AppResult<bool> {
 /// the Claude Code process this hook runs under (claude → /bin/sh -c → this hook). Claude
 /// Code's own "local" install is reached through a shell alias that a daemon's PATH does
 /// not have; the process that ran the hook is that very binary.
-fn claude_for_daemon(bin: &Path) -> PathBuf {
+pub fn claude_for_daemon(bin: &Path) -> PathBuf {
     if bin.components().count() > 1 {
         return bin.to_owned();
     }

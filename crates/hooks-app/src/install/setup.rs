@@ -47,6 +47,16 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
     if DaemonConfig::read(&ctx.data_dir) != cfg || !ctx.data_dir.join("daemon.json").exists() {
         cfg.write(&ctx.data_dir)?;
     }
+    // The environment a daemon started from a hook gets: this command's, the user's own.
+    let env = crate::daemon::environment::DaemonEnvironment::capture(ctx);
+    if crate::daemon::environment::DaemonEnvironment::read(&ctx.data_dir).as_ref() != Some(&env) {
+        env.write(&ctx.data_dir)?;
+    }
+    if std::env::var_os("CLAUDECODE").is_some() {
+        println!(
+            "warning: install ran inside a Claude Code session, whose environment (a project's settings `env` among it) the daemon now gets; run `hooks-app install` again from your own shell"
+        );
+    }
     match a.daemon {
         DaemonMode::OnDemand => println!(
             "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {}){}",

@@ -51,7 +51,7 @@ pub fn run(
             ""
         }
     );
-    let started = crate::daemon::ondemand::ensure_running(ctx)?;
+    let started = crate::daemon::ondemand::ensure_running(ctx, false)?;
     let daemon = started || crate::daemon::ondemand::daemon_running(&ctx.data_dir);
     if no_wait || !daemon {
         let next = if daemon {
