@@ -412,7 +412,8 @@ fn the_done_marker_can_be_changed() {
     .unwrap();
     assert_eq!(
         settings["hooks"]["Stop"][0]["hooks"][0]["command"],
-        app.hook_command("").replace(" claude-hook", " --done-marker 'ALL FINISHED' claude-hook")
+        app.hook_command("")
+            .replace(" claude-hook", " --done-marker 'ALL FINISHED' claude-hook")
     );
     refused(
         &app,

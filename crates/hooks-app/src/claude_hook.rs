@@ -103,7 +103,8 @@ pub fn plan(
                 Event::ConversationDone
             },
             update: SessionUpdate {
-                cwd: input.cwd.filter(|c| !c.is_empty()),
+                // Only the project's own folder: not one the agent `cd`'d into.
+                cwd: input.project_cwd().map(str::to_owned),
                 transcript_path: input.transcript_path,
                 origin,
             },

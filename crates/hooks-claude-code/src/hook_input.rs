@@ -63,11 +63,57 @@ impl HookInput {
             .cloned()
             .collect()
     }
+
+    /// The hook's `cwd` when it is the conversation's project folder: the one whose name,
+    /// as Claude Code writes it, is the folder the transcript is kept in. Claude Code
+    /// reports the shell's folder, which the agent may have `cd`'d away from (into a
+    /// package that brings its own `.claude/settings.json`); such a `cwd` is `None`, and
+    /// the folder is read from the transcript's first line when a follow-up starts.
+    pub fn project_cwd(&self) -> Option<&str> {
+        let cwd = self.cwd.as_deref().filter(|c| !c.is_empty())?;
+        match &self.transcript_path {
+            None => Some(cwd),
+            Some(t) => {
+                let dir = std::path::Path::new(t).parent()?.file_name()?.to_str()?;
+                (dir == project_dir_name(cwd)).then_some(cwd)
+            }
+        }
+    }
+}
+
+/// The name Claude Code gives a project's folder under `projects/`: every character but
+/// ASCII letters and digits becomes `-` (a longer name is cut and hashed by Claude Code,
+/// and then never equals this: the transcript decides).
+pub fn project_dir_name(cwd: &str) -> String {
+    cwd.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cwd_the_agent_cd_d_into_is_not_the_projects() {
+        let input = |cwd: &str| {
+            HookInput::parse(
+                serde_json::json!({"session_id": "s", "hook_event_name": "Stop", "cwd": cwd,
+                    "transcript_path": "/h/.claude/projects/-home-me-enc-test-dir-sub-dir-x-y-z/s.jsonl"})
+                .to_string()
+                .as_bytes(),
+            )
+            .unwrap()
+        };
+        // As measured on 2.1.197: `/home/me/enc_test.dir/sub dir_x@y+z`.
+        let home = input("/home/me/enc_test.dir/sub dir_x@y+z");
+        assert_eq!(
+            home.project_cwd(),
+            Some("/home/me/enc_test.dir/sub dir_x@y+z")
+        );
+        let cd = input("/home/me/enc_test.dir/sub dir_x@y+z/node_modules/evil-pkg");
+        assert_eq!(cd.project_cwd(), None);
+    }
 
     #[test]
     fn a_stop_failure_as_2_1_332_sends_it_is_read() {

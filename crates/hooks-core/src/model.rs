@@ -895,6 +895,9 @@ pub struct TranscriptFacts {
     /// input + cache creation + cache read tokens of the last real assistant response.
     pub context_tokens: Option<u64>,
     pub last_change: Option<Timestamp>,
+    /// The folder the conversation was started in: the `cwd` of the transcript's first
+    /// line that has one. Later lines carry the shell's folder after the agent's `cd`s,
+    /// which say nothing of the project.
     pub cwd: Option<String>,
     pub last_assistant_text: Option<String>,
     /// The model that wrote the last real assistant message (`message.model`).
@@ -926,12 +929,14 @@ impl SessionFacts {
     pub fn origin(&self) -> Origin {
         self.state.origin.unwrap_or_default()
     }
-    /// The directory to resume in: the remembered one, else the transcript's.
+    /// The directory to resume in: the folder the transcript says the conversation was
+    /// started in, else the one remembered from its first event. Never a folder a later
+    /// event names (the agent may have `cd`'d into a package that brings its own settings).
     pub fn cwd(&self) -> Option<&str> {
-        self.state
-            .cwd
-            .as_deref()
-            .or_else(|| self.transcript.as_ref()?.cwd.as_deref())
+        self.transcript
+            .as_ref()
+            .and_then(|t| t.cwd.as_deref())
+            .or(self.state.cwd.as_deref())
     }
 }
 

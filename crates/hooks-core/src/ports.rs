@@ -222,7 +222,9 @@ pub trait SessionStore: Send + Sync {
         &self,
         session: &SessionId,
     ) -> Result<(SessionState, Option<RunLease>), MetaError>;
-    /// Merges `update` into the session's state (stamps are never touched).
+    /// Merges `update` into the session's state (stamps are never touched). The `cwd` is
+    /// set once: an update naming another folder leaves the first one (a conversation's
+    /// folder never moves; the contract's `remember` check holds a store to it).
     async fn remember(
         &self,
         session: &SessionId,
@@ -264,7 +266,9 @@ pub trait SessionStore: Send + Sync {
 #[async_trait]
 pub trait SessionMeta: Send + Sync {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError>;
-    /// Merges `update` into the session's state (stamps are never touched).
+    /// Merges `update` into the session's state (stamps are never touched). The `cwd` is
+    /// set once: an update naming another folder leaves the first one (a conversation's
+    /// folder never moves; the contract's `remember` check holds a store to it).
     async fn remember(
         &self,
         session: &SessionId,

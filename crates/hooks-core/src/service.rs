@@ -335,6 +335,31 @@ impl Service {
             .collect())
     }
 
+    /// [`Self::notify`] for a caller that names the folder itself (the API's own event, the
+    /// `notify` command): a folder other than the one the conversation is known by is
+    /// refused, naming `cwd`, and nothing changes. A conversation's folder never moves: a
+    /// follow-up runs where the conversation was started, whatever an event says later.
+    pub async fn notify_checked(
+        &self,
+        ev: &NotifyEvent,
+    ) -> Result<Vec<NotifyReport>, ServiceError> {
+        if let Some(cwd) = &ev.update.cwd {
+            let facts = self.ports.meta.facts(&ev.session).await?;
+            if let Some(known) = facts.cwd()
+                && known != cwd
+            {
+                return Err(ServiceError::Invalid(ValidationError::new(
+                    "cwd",
+                    format!(
+                        "a conversation's folder does not change: {} started in {known}",
+                        ev.session
+                    ),
+                )));
+            }
+        }
+        self.notify(ev).await
+    }
+
     /// The conversation was closed (a `SessionEnd`, or its process seen gone): what waited
     /// for that becomes due once the quiet period has passed. Returns how many woke.
     pub async fn closed(&self, session: &SessionId) -> Result<usize, ServiceError> {

@@ -427,7 +427,7 @@ impl SessionStore for InMemorySessions {
                 time::OffsetDateTime::UNIX_EPOCH,
             )
         });
-        if u.cwd.is_some() {
+        if st.cwd.is_none() {
             st.cwd.clone_from(&u.cwd);
         }
         if u.transcript_path.is_some() {

@@ -202,7 +202,7 @@ pub async fn events(
             },
             subagent: false,
         };
-        s.svc.notify(&ev).await?
+        s.svc.notify_checked(&ev).await?
     };
     for r in &reports {
         match &r.outcome {

@@ -13,7 +13,8 @@
 //! - subagent or not: the path (`…/subagents/agent-*.jsonl`, legacy `agent-*.jsonl`) or the
 //!   first conversation line's `isSidechain: true`;
 //! - the model of that last assistant message (`message.model`);
-//! - the `cwd` of the last line that has one, and the file's last change.
+//! - the folder the conversation was started in (the `cwd` of the first line that has one,
+//!   read from the head: later lines follow the agent's `cd`s), and the file's last change.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -135,20 +136,58 @@ fn parse(line: &[u8]) -> Option<Line> {
     serde_json::from_slice(line).ok()
 }
 
-/// Whether the first conversation line (user or assistant) in the head of the file says
-/// `isSidechain: true`.
-fn head_says_sidechain(file: &mut File) -> std::io::Result<bool> {
+/// What the head of a transcript says.
+#[derive(Default)]
+struct Head {
+    /// The first conversation line (user or assistant) says `isSidechain: true`.
+    sidechain: bool,
+    /// The `cwd` of the first line that has one.
+    cwd: Option<String>,
+}
+
+/// Reads the head of the file (one chunk). A line cut off by the chunk's end (a long
+/// first prompt) still gives its `cwd`, which Claude Code writes before the message.
+fn read_head(file: &mut File) -> std::io::Result<Head> {
     let mut head = vec![0u8; CHUNK];
-    let n = file.read(&mut head)?;
-    head.truncate(n);
-    for raw in head.split(|&b| b == b'\n') {
-        if let Some(l) = parse(raw)
-            && matches!(l.kind.as_deref(), Some("user" | "assistant"))
-        {
-            return Ok(l.is_sidechain == Some(true));
+    let mut n = 0;
+    while n < head.len() {
+        match file.read(&mut head[n..])? {
+            0 => break,
+            k => n += k,
         }
     }
-    Ok(false)
+    head.truncate(n);
+    let mut out = Head::default();
+    let mut seen_conversation = false;
+    for raw in head.split(|&b| b == b'\n') {
+        match parse(raw) {
+            Some(l) => {
+                if out.cwd.is_none() {
+                    out.cwd.clone_from(&l.cwd);
+                }
+                if !seen_conversation && matches!(l.kind.as_deref(), Some("user" | "assistant")) {
+                    seen_conversation = true;
+                    out.sidechain = l.is_sidechain == Some(true);
+                }
+            }
+            None if out.cwd.is_none() => out.cwd = cwd_of_partial(raw),
+            None => {}
+        }
+        if out.cwd.is_some() && seen_conversation {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The `"cwd":"…"` string of a line that does not parse whole.
+fn cwd_of_partial(raw: &[u8]) -> Option<String> {
+    let key = b"\"cwd\":";
+    let at = raw.windows(key.len()).position(|w| w == key)? + key.len();
+    serde_json::Deserializer::from_slice(&raw[at..])
+        .into_iter::<String>()
+        .next()?
+        .ok()
 }
 
 /// Reads the facts of the transcript at `path`.
@@ -164,11 +203,13 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
     let meta = file.metadata()?;
     let last_change = meta.modified().ok().map(time::OffsetDateTime::from);
     let path_str = path.to_string_lossy().into_owned();
-    let subagent = is_subagent_path(&path_str) || head_says_sidechain(&mut file)?;
+    let head = read_head(&mut file)?;
+    let subagent = is_subagent_path(&path_str) || head.sidechain;
     let mut facts = TranscriptFacts {
         path: path_str,
         subagent,
         last_change,
+        cwd: head.cwd,
         ..TranscriptFacts::default()
     };
 
@@ -178,20 +219,16 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
     let mut texts_rev: Vec<String> = Vec::new();
     let mut text_done = false;
     while let Some(raw) = lines.next_line()? {
-        if facts.context_tokens.is_some() && text_done && facts.cwd.is_some() {
+        if facts.context_tokens.is_some() && text_done {
             break;
         }
         // Cheap filter: only lines that can matter are parsed.
-        let has_cwd = facts.cwd.is_none() && contains(&raw, b"\"cwd\"");
         let maybe_assistant = contains(&raw, b"\"assistant\"");
         let maybe_turn_start = last_msg.is_some() && !text_done && contains(&raw, b"\"user\"");
-        if !has_cwd && !maybe_assistant && !maybe_turn_start {
+        if !maybe_assistant && !maybe_turn_start {
             continue;
         }
         let Some(line) = parse(&raw) else { continue };
-        if facts.cwd.is_none() {
-            facts.cwd.clone_from(&line.cwd);
-        }
         if !subagent && line.is_sidechain == Some(true) {
             continue;
         }

@@ -50,14 +50,13 @@ fn text_of_message_with_uuid(path: &PathBuf, uuid: &str) -> String {
     out.join("\n")
 }
 
-/// The `cwd` of the last line that has one, read forwards (on purpose: an independent reading).
-#[allow(clippy::double_ended_iterator_last)]
-fn last_cwd(path: &PathBuf) -> Option<String> {
+/// The folder the conversation started in: the `cwd` of the first line that has one, read
+/// whole (on purpose: an independent reading).
+fn first_cwd(path: &PathBuf) -> Option<String> {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["cwd"].as_str().map(str::to_owned))
-        .last()
+        .find_map(|v| v["cwd"].as_str().map(str::to_owned))
 }
 
 #[test]
@@ -117,7 +116,7 @@ fn every_real_transcript_gives_its_expected_values() {
             Some(text_of_message_with_uuid(&path, uuid).as_str()),
             "{rel}: last text"
         );
-        assert_eq!(f.cwd, last_cwd(&path), "{rel}: cwd");
+        assert_eq!(f.cwd, first_cwd(&path), "{rel}: cwd");
         assert!(f.last_change.is_some());
     }
 }

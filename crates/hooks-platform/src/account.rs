@@ -37,9 +37,9 @@ pub fn home() -> Option<PathBuf> {
         }
         // SAFETY: pw_dir points into `buf`, NUL-terminated by getpwuid_r.
         let dir = unsafe { CStr::from_ptr(pw.pw_dir) };
-        let dir = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(
-            dir.to_bytes(),
-        ));
+        let dir = PathBuf::from(
+            <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(dir.to_bytes()),
+        );
         return dir.is_absolute().then_some(dir);
     }
 }

@@ -283,14 +283,14 @@ impl SessionFiles {
         let apply = |d: &mut SessionDto| -> bool {
             let mut changed = d.session_id.is_none();
             d.session_id = Some(session.to_string());
-            for (field, value) in [
-                (&mut d.cwd, &u.cwd),
-                (&mut d.transcript_path, &u.transcript_path),
-            ] {
-                if value.is_some() && field != value {
-                    field.clone_from(value);
-                    changed = true;
-                }
+            // A conversation's folder is set once: a later event cannot move it.
+            if d.cwd.is_none() && u.cwd.is_some() {
+                d.cwd.clone_from(&u.cwd);
+                changed = true;
+            }
+            if u.transcript_path.is_some() && d.transcript_path != u.transcript_path {
+                d.transcript_path.clone_from(&u.transcript_path);
+                changed = true;
             }
             if let Some(o) = u.origin
                 && d.origin.as_deref() != Some(o.as_str())

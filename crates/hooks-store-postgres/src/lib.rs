@@ -1175,11 +1175,11 @@ impl SessionStore for PgStore {
                 .execute(
                     "INSERT INTO sessions (session_id, cwd, transcript_path, origin) VALUES ($1, $2, $3, $4) \
                      ON CONFLICT (session_id) DO UPDATE SET \
-                       cwd = COALESCE(EXCLUDED.cwd, sessions.cwd), \
+                       cwd = COALESCE(sessions.cwd, EXCLUDED.cwd), \
                        transcript_path = COALESCE(EXCLUDED.transcript_path, sessions.transcript_path), \
                        origin = COALESCE(EXCLUDED.origin, sessions.origin), changed_at = now() \
                      WHERE (sessions.cwd, sessions.transcript_path, sessions.origin) IS DISTINCT FROM \
-                       (COALESCE(EXCLUDED.cwd, sessions.cwd), \
+                       (COALESCE(sessions.cwd, EXCLUDED.cwd), \
                         COALESCE(EXCLUDED.transcript_path, sessions.transcript_path), \
                         COALESCE(EXCLUDED.origin, sessions.origin))",
                     &[

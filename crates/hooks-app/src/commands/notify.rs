@@ -38,7 +38,7 @@ pub fn notify(
         subagent: false,
     };
     let (svc, _) = service(ctx)?;
-    let reports = block_on(svc.notify(&ev))??;
+    let reports = block_on(svc.notify_checked(&ev))??;
     if json {
         print_json(&Value::Array(
             reports

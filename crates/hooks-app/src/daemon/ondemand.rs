@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use crate::options::DEFAULT_IDLE_EXIT;
 use super::environment::DaemonEnvironment;
+pub use crate::options::DEFAULT_IDLE_EXIT;
 use crate::options::DaemonMode;
 use crate::{AppError, AppResult, Context};
 

@@ -794,7 +794,8 @@ fn run_lease(run: &str, hook: &str, at: OffsetDateTime) -> RunLease {
     }
 }
 
-/// Remembering merges what is given and leaves the rest, stamps included.
+/// Remembering merges what is given and leaves the rest, stamps included; the folder is
+/// set once.
 pub async fn sessions_remember_merges(store: &dyn SessionStore) {
     let s = sid("merge");
     assert_eq!(
@@ -814,12 +815,32 @@ pub async fn sessions_remember_merges(store: &dyn SessionStore) {
             &s,
             &SessionUpdate {
                 cwd: Some("/w/q".into()),
+                transcript_path: Some("/t/merge-2.jsonl".into()),
                 ..Default::default()
             },
         )
         .await
         .expect("remember");
-    assert_eq!(st.cwd.as_deref(), Some("/w/q"), "a given field replaces");
+    assert_eq!(
+        st.cwd.as_deref(),
+        Some("/w/p"),
+        "a conversation's folder is set once: a later event cannot move it"
+    );
+    assert_eq!(
+        st.transcript_path.as_deref(),
+        Some("/t/merge-2.jsonl"),
+        "a given transcript path replaces"
+    );
+    let st = store
+        .remember(
+            &s,
+            &SessionUpdate {
+                transcript_path: Some("/t/merge.jsonl".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("remember");
     assert_eq!(
         (st.transcript_path.as_deref(), st.origin),
         (Some("/t/merge.jsonl"), Some(Origin::Cron)),

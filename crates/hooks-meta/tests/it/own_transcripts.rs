@@ -188,3 +188,41 @@ fn a_huge_last_line_is_read_within_the_budget() {
     assert_eq!(f.context_tokens, Some(3));
     assert!(read < 3_200_000);
 }
+
+/// The agent may `cd` anywhere (into `node_modules/evil-pkg`), and Claude Code writes the
+/// shell's folder on every later line: the conversation's folder is the one it started in.
+#[test]
+fn the_folder_is_where_the_conversation_started_not_where_the_agent_cd_d() {
+    let d = tempfile::tempdir().unwrap();
+    let cd = |line: String| line.replace("/work/proj", "/work/proj/node_modules/evil-pkg");
+    let p = write(
+        d.path(),
+        "s.jsonl",
+        &[
+            json!({"type": "file-history-snapshot", "messageId": "x"}).to_string(),
+            user("start"),
+            cd(assistant(
+                "m1",
+                "cd node_modules/evil-pkg",
+                (1, 1, 1),
+                false,
+            )),
+            cd(user("go on")),
+            cd(assistant("m2", "all done\nDONE", (10, 20, 30), false)),
+        ],
+        "",
+    );
+    let f = read_facts(&p).unwrap();
+    assert_eq!(f.cwd.as_deref(), Some("/work/proj"));
+    assert_eq!(f.last_assistant_text.as_deref(), Some("all done\nDONE"));
+
+    // A first prompt longer than the head that is read still gives its folder.
+    let long = json!({"type": "user", "isSidechain": false, "cwd": "/work/long", "message": {"role": "user", "content": "x".repeat(200 * 1024)}}).to_string();
+    let p = write(
+        d.path(),
+        "long.jsonl",
+        &[long, cd(assistant("m1", "DONE", (1, 1, 1), false))],
+        "",
+    );
+    assert_eq!(read_facts(&p).unwrap().cwd.as_deref(), Some("/work/long"));
+}

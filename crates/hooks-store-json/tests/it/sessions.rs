@@ -57,7 +57,7 @@ fn stamps_merge_and_are_kept() {
             .unwrap(),
         StampResult::Lost { at: t0() }
     );
-    // A later event changes the cwd; the stamps stay.
+    // A later event cannot move the conversation's folder; the stamps stay.
     files
         .remember(
             &s,
@@ -71,7 +71,7 @@ fn stamps_merge_and_are_kept() {
     assert_eq!(st.stamps.len(), 2);
     assert_eq!(
         (st.cwd.as_deref(), st.transcript_path.as_deref(), st.origin),
-        (Some("/w2"), Some("/t/abc.jsonl"), Some(Origin::Cron))
+        (Some("/w"), Some("/t/abc.jsonl"), Some(Origin::Cron))
     );
     let v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(files.path(&s)).unwrap()).unwrap();
