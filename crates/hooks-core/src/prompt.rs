@@ -19,7 +19,9 @@ pub struct RunOptions {
 }
 
 impl RunOptions {
-    /// The command-line arguments these options become, in a fixed order.
+    /// The command-line arguments these options become, in a fixed order. The appended
+    /// system prompt is not among them: it is prompt text, which no command line carries
+    /// (every local user can read `/proc/*/cmdline`); a runner passes it as a private file.
     pub fn to_args(&self) -> Vec<String> {
         let mut args = Vec::new();
         if let Some(m) = &self.model {
@@ -33,9 +35,6 @@ impl RunOptions {
         }
         if !self.allowed_tools.is_empty() {
             args.extend(["--allowedTools".to_owned(), self.allowed_tools.join(",")]);
-        }
-        if let Some(a) = &self.append_system_prompt {
-            args.extend(["--append-system-prompt".to_owned(), a.clone()]);
         }
         if let Some(usd) = self.max_budget.usd() {
             args.extend(["--max-budget-usd".to_owned(), usd.to_string()]);

@@ -109,8 +109,10 @@ impl Drop for GroupGuard {
     }
 }
 
-/// The arguments of one run. The prompt is not among them: it goes to stdin.
-pub fn command_args(req: &RunRequest) -> Vec<String> {
+/// The arguments of one run. The prompt is not among them: it goes to stdin; nor is an
+/// appended system prompt's text: `system_prompt_file` names the private file that holds
+/// it (`--append-system-prompt-file`).
+pub fn command_args(req: &RunRequest, system_prompt_file: Option<&std::path::Path>) -> Vec<String> {
     let mut args = vec![
         "-p".to_owned(),
         "--resume".to_owned(),
@@ -119,7 +121,26 @@ pub fn command_args(req: &RunRequest) -> Vec<String> {
         "json".to_owned(),
     ];
     args.extend(req.prompt.options.to_args());
+    if let Some(f) = system_prompt_file {
+        args.extend([
+            "--append-system-prompt-file".to_owned(),
+            f.display().to_string(),
+        ]);
+    }
     args
+}
+
+/// Writes an appended system prompt into a file only its owner can read (0600, a random
+/// name in the temporary folder), removed when the run ends.
+fn system_prompt_file(text: &str) -> std::io::Result<tempfile::TempPath> {
+    use std::io::Write;
+    let mut f = tempfile::Builder::new()
+        .prefix("hooks-app-system-prompt-")
+        .suffix(".txt")
+        .tempfile()?;
+    f.write_all(text.as_bytes())?;
+    f.flush()?;
+    Ok(f.into_temp_path())
 }
 
 impl ClaudeRunner {
@@ -189,6 +210,8 @@ struct ClaudeRun {
     started: Instant,
     program: String,
     config: RunnerConfig,
+    /// The appended system prompt's file, removed when the run is dropped.
+    _system_prompt: Option<tempfile::TempPath>,
 }
 
 #[async_trait]
@@ -212,12 +235,19 @@ impl Runner for ClaudeRunner {
                 message: format!("the session's directory {} does not exist", req.cwd),
             });
         }
+        let system_prompt = match &req.prompt.options.append_system_prompt {
+            Some(text) => Some(system_prompt_file(text).map_err(|e| RunnerError::Spawn {
+                program: program.clone(),
+                message: format!("could not write the appended system prompt's file: {e}"),
+            })?),
+            None => None,
+        };
         let mut cmd = Command::new(&self.config.program);
         for k in &self.config.env_remove {
             cmd.env_remove(k);
         }
         cmd.envs(self.config.env.iter().map(|(k, v)| (k, v)));
-        cmd.args(command_args(req))
+        cmd.args(command_args(req, system_prompt.as_deref()))
             .current_dir(cwd)
             .env(FOLLOW_UP_ENV, req.hook_id.as_str())
             .stdin(Stdio::piped())
@@ -269,6 +299,7 @@ impl Runner for ClaudeRunner {
             started,
             program,
             config: self.config.clone(),
+            _system_prompt: system_prompt,
         }))
     }
 
@@ -303,6 +334,7 @@ impl RunHandle for ClaudeRun {
             started,
             program,
             config,
+            _system_prompt,
             ..
         } = *self;
         let mut timed_out = false;

@@ -88,6 +88,41 @@ async fn arguments_env_and_cwd_are_as_specified() {
     );
 }
 
+/// An appended system prompt is prompt text: it reaches `claude` in a file only the user
+/// can read, never on the command line (which every local user reads in `/proc`).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_appended_system_prompt_is_a_private_file_not_an_argument() {
+    let f = fake(
+        "printf '%s\\n' \"$@\" > \"$PWD/args\"; while [ $# -gt 0 ]; do [ \"$1\" = --append-system-prompt-file ] && { cat \"$2\" > \"$PWD/system\"; stat -c %a \"$2\" > \"$PWD/mode\"; echo \"$2\" > \"$PWD/path\"; }; shift; done; cat >/dev/null\nprintf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\",\"session_id\":\"abc-123\"}'",
+    );
+    let work = f.env.workdir("w");
+    let opts = RunOptions {
+        append_system_prompt: Some("SECRET HOUSE RULES".into()),
+        ..RunOptions::default()
+    };
+    let o = runner_for(&f.env, &f.script, Duration::from_secs(30))
+        .run(&request("abc-123", &work, "the prompt", opts))
+        .await
+        .unwrap();
+    assert_eq!(o.status, Some(Status::Ok));
+    let args = std::fs::read_to_string(work.join("args")).unwrap();
+    assert!(!args.contains("SECRET"), "{args}");
+    assert!(args.contains("--append-system-prompt-file"), "{args}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("system")).unwrap(),
+        "SECRET HOUSE RULES"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join("mode")).unwrap().trim(),
+        "600"
+    );
+    let path = std::fs::read_to_string(work.join("path")).unwrap();
+    assert!(
+        !std::path::Path::new(path.trim()).exists(),
+        "removed when the run ended"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn garbage_on_stdout_is_an_error() {
     let f = fake("echo 'this is not json'; exit 0");

@@ -386,7 +386,7 @@ fn resume_by_hand(
     use std::io::Write;
     let mut cmd = std::process::Command::new(claude_bin());
     env.apply(&mut cmd);
-    cmd.args(hooks_runner_claude::command_args(req))
+    cmd.args(hooks_runner_claude::command_args(req, None))
         .current_dir(&req.cwd)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
