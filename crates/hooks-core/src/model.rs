@@ -995,11 +995,30 @@ pub struct RunOutcome {
     pub api_error_status: Option<u16>,
 }
 
+/// The most one follow-up may be reported to have cost: a figure above it is a runner's
+/// mistake (or a backend's lie), not a run.
+pub const MAX_RUN_COST_USD: f64 = 10_000.0;
+
 impl RunOutcome {
     pub fn status(&self) -> Status {
         self.status
             .clone()
             .unwrap_or_else(|| Status::error("the run reported no status"))
+    }
+
+    /// The outcome with an impossible cost refused: a negative, non-finite or absurd one
+    /// (over [`MAX_RUN_COST_USD`]) would bend the daily budget and every total, so it is
+    /// dropped and the run recorded as an error that says what the runner reported.
+    pub fn with_sane_cost(mut self) -> Self {
+        if let Some(c) = self.cost_usd
+            && !(c.is_finite() && (0.0..=MAX_RUN_COST_USD).contains(&c))
+        {
+            self.cost_usd = None;
+            self.status = Some(Status::error(format!(
+                "the runner reported an impossible cost ({c} USD; a run costs 0 to {MAX_RUN_COST_USD} USD)"
+            )));
+        }
+        self
     }
 }
 

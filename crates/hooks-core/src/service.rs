@@ -959,7 +959,7 @@ impl Service {
             }
         };
         record.finished_at = Some(self.now());
-        record.outcome = outcome;
+        record.outcome = outcome.with_sane_cost();
         if let Some(kind) = record
             .outcome
             .api_error_status

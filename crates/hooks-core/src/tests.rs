@@ -1124,6 +1124,37 @@ async fn a_lost_stamp_means_no_run() {
     assert_eq!(w.runner.count(), 0);
 }
 
+/// A runner (a team's backend) that reports a negative or absurd cost cannot bend the
+/// budget: the cost is dropped and the run is the runner's error.
+#[tokio::test]
+async fn an_impossible_cost_is_refused_and_recorded_as_the_runners_error() {
+    for cost in [-1_000_000.0, f64::NAN, f64::INFINITY, 1e9] {
+        let store = InMemoryStore::seeded(t0());
+        let runner = ScriptedRunner::answering(Ok(RunOutcome {
+            status: Some(Status::Ok),
+            cost_usd: Some(cost),
+            ..RunOutcome::default()
+        }));
+        let (meta, clock, service) = world_with(store.clone(), runner.clone());
+        service.notify(&done_event("s1")).await.unwrap();
+        clock.advance(Duration::seconds(10));
+        meta.set_transcript(&sid("s1"), transcript(100, Some(1), false));
+        let e = service.claim(1).await.unwrap();
+        service.fire(&e[0]).await.unwrap();
+        let runs = store.runs(&RunFilter::default()).await.unwrap();
+        let run = runs.last().unwrap();
+        assert_eq!(run.outcome.cost_usd, None, "{cost}");
+        assert!(
+            run.outcome
+                .status()
+                .to_string()
+                .starts_with("error: the runner reported an impossible cost"),
+            "{cost}: {}",
+            run.outcome.status()
+        );
+    }
+}
+
 #[tokio::test]
 async fn runner_failure_is_recorded_as_error() {
     let store = InMemoryStore::seeded(t0());

@@ -152,6 +152,14 @@ fn outcome(body: &[u8]) -> RunOutcome {
             ));
         }
     };
+    if let Some(c) = o.cost_usd
+        && !(c.is_finite() && (0.0..=hooks_core::MAX_RUN_COST_USD).contains(&c))
+    {
+        return failed(format!(
+            "webhook: the answer's costUsd must be a number from 0 to {} (got {c})",
+            hooks_core::MAX_RUN_COST_USD
+        ));
+    }
     let status = match Status::parse(o.status.trim()) {
         Status::Other(s) => Status::error(format!(
             "webhook: the answer's status must be ok, error: … or skipped: … (got {s:?})"

@@ -147,6 +147,15 @@ async fn every_failure_is_an_error_status_that_says_which() {
             http("200 OK", &long),
             "error: webhook: the answer is over 1048576 bytes",
         ),
+        // A cost that would bend the budget: refused, never recorded as spent.
+        (
+            http("200 OK", r#"{"status": "ok", "costUsd": -1000000}"#),
+            "error: webhook: the answer's costUsd must be a number from 0 to 10000 (got -1000000)",
+        ),
+        (
+            http("200 OK", r#"{"status": "ok", "costUsd": 1e300}"#),
+            "error: webhook: the answer's costUsd must be a number from 0 to 10000",
+        ),
         (
             Some(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\n{\"status\"".to_vec()),
             "error: webhook: could not read the answer",
