@@ -32,7 +32,7 @@ fn invalid_values_are_refused_with_the_field_and_rule() {
     let app = App::fake();
     app.ok(&["init"]);
     // Every one is bad input: exit 2, the field and the rule named, nothing changed.
-    let cases: [(&[&str], &str); 16] = [
+    let cases: [(&[&str], &str); 17] = [
         (
             &["notify", "--session", "../../etc/passwd"][..],
             "sessionId: must be 1 to 128",
@@ -107,6 +107,11 @@ fn invalid_values_are_refused_with_the_field_and_rule() {
         ),
         (&["hooks", "delete", "bad id"][..], "id: must be"),
         (&["runs", "--session", "a/b"][..], "sessionId"),
+        // The API's rule for `limit`, word for word.
+        (
+            &["runs", "--limit", "0"][..],
+            "must be a whole number from 1 to 100000 (got \"0\")",
+        ),
         (&["session", "x y"][..], "sessionId"),
         (&["hooks", "update", "post-task"][..], "nothing to change"),
         (&["no-such-command"][..], "unrecognized subcommand"),

@@ -1114,7 +1114,25 @@ pub struct RunFilter {
     pub limit: Option<usize>,
 }
 
+/// The most runs one listing may ask for.
+pub const MAX_RUN_LIMIT: usize = 100_000;
+
 impl RunFilter {
+    /// A listing's `limit`, as the API's query and the CLI's `--limit` give it: a whole
+    /// number from 1 to [`MAX_RUN_LIMIT`] (one rule for both).
+    pub fn parse_limit(text: &str) -> Result<usize, ValidationError> {
+        text.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_RUN_LIMIT).contains(n))
+            .ok_or_else(|| {
+                ValidationError::new(
+                    "limit",
+                    format!("must be a whole number from 1 to {MAX_RUN_LIMIT} (got {text:?})"),
+                )
+            })
+    }
+
     pub fn matches(&self, r: &RunRecord) -> bool {
         self.hook_id.as_ref().is_none_or(|h| *h == r.hook_id)
             && self.session_id.as_ref().is_none_or(|s| *s == r.session_id)

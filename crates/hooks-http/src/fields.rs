@@ -25,17 +25,8 @@ pub fn run_filter(q: &[(String, String)]) -> Result<RunFilter, ApiError> {
                     Some(SessionId::parse(v).map_err(|e| ApiError::bad("session", e.rule))?)
             }
             "limit" => {
-                f.limit = Some(
-                    v.parse::<usize>()
-                        .ok()
-                        .filter(|n| (1..=100_000).contains(n))
-                        .ok_or_else(|| {
-                            ApiError::bad(
-                                "limit",
-                                format!("must be a whole number from 1 to 100000 (got {v:?})"),
-                            )
-                        })?,
-                )
+                f.limit =
+                    Some(RunFilter::parse_limit(v).map_err(|e| ApiError::bad("limit", e.rule))?)
             }
             other => {
                 return Err(ApiError::bad(

@@ -149,7 +149,8 @@ pub enum Command {
         hook: Option<String>,
         #[arg(long, value_name = "S")]
         session: Option<String>,
-        #[arg(long, value_name = "N")]
+        /// The newest N runs (1 to 100000)
+        #[arg(long, value_name = "N", value_parser = run_limit)]
         limit: Option<usize>,
         /// Totals instead of runs: count, completed rate, cost against the estimate, tokens
         #[arg(long)]
@@ -315,4 +316,9 @@ mod tests {
             );
         }
     }
+}
+
+/// `--limit`, by the rule the API's `limit` follows.
+fn run_limit(text: &str) -> Result<usize, String> {
+    hooks_core::RunFilter::parse_limit(text).map_err(|e| e.rule)
 }
