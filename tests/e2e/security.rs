@@ -1057,3 +1057,45 @@ fn a_store_that_fails_to_read_is_tried_again_on_a_timer() {
     signal(&child, libc::SIGTERM);
     let _ = child.wait();
 }
+
+/// Any local user can knock on the API's port: requests it refuses (401) do not count as
+/// use, so an on-demand daemon still goes away once idle.
+#[test]
+fn refused_requests_do_not_keep_an_idle_daemon() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let mut served = Served::start(&app, &["--idle-exit", "2"], &[]);
+    let t = Instant::now();
+    let mut knocks = 0;
+    let exited = loop {
+        if served.child.try_wait().unwrap().is_some() {
+            break true;
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            break false;
+        }
+        // A connection refused or cut means the daemon has just gone: the next turn sees it.
+        if let Ok(mut c) = std::net::TcpStream::connect(served.addr) {
+            use std::io::{Read, Write};
+            let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+            let req = format!(
+                "GET /api/v1/hooks HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                served.addr
+            );
+            let mut answer = String::new();
+            if c.write_all(req.as_bytes()).is_ok() && c.read_to_string(&mut answer).is_ok() {
+                if let Some(status) = answer.split(' ').nth(1) {
+                    assert_eq!(status, "401", "{answer}");
+                    knocks += 1;
+                }
+            }
+        }
+        // The attack's pace: a knock every 100 ms, well inside the idle time.
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        exited,
+        "the daemon exits once idle, {knocks} refused requests notwithstanding"
+    );
+    assert!(knocks >= 5, "it was knocked on ({knocks})");
+}

@@ -136,13 +136,15 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
                             let path = req.uri().path().to_owned();
                             let method = req.method().clone();
                             let started = std::time::Instant::now();
-                            if !path.ends_with("/healthz") {
-                                *state::lock(&state.metrics.last_request) = Some(started);
-                            }
                             let r = match app.oneshot(req.map(axum::body::Body::new)).await {
                                 Ok(r) => r,
                                 Err(never) => match never {},
                             };
+                            // Use keeps an on-demand daemon: a caller the server let in, not
+                            // one it refused (any local user can knock), nor a health probe.
+                            if !path.ends_with("/healthz") && !refused(r.status()) {
+                                *state::lock(&state.metrics.last_request) = Some(started);
+                            }
                             if r.status().is_server_error()
                                 || r.status() == StatusCode::UNAUTHORIZED
                             {
@@ -281,4 +283,13 @@ fn admit(state: &HttpState, req: &Request) -> Result<Option<Caller>, Response> {
         .response());
     }
     Ok(Some(caller))
+}
+
+/// An answer that let the caller in to nothing: no token, a wrong one, a foreign `Host` or
+/// `Origin`.
+fn refused(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN | StatusCode::MISDIRECTED_REQUEST
+    )
 }
