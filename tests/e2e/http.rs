@@ -454,13 +454,13 @@ fn auth_can_be_off_only_on_loopback_and_other_addresses_need_consent() {
     );
 }
 
-fn form(d: &Served, cookie: &str, path: &str, body: &str) -> Resp {
+fn form(d: &Served, cred: &str, path: &str, body: &str) -> Resp {
     call(
         d.addr,
         "POST",
         path,
         &[
-            ("Cookie", cookie),
+            ("Authorization", cred),
             ("Content-Type", "application/x-www-form-urlencoded"),
             ("Origin", &format!("http://{}", d.addr)),
         ],
@@ -477,24 +477,32 @@ pub fn page_csrf(page: &str) -> String {
         .to_owned()
 }
 
-/// Logs in with a one-time link from `hooks-app open`; returns the cookie and the page.
+/// Logs in with a one-time link from `hooks-app open`; returns the page's credential
+/// (`Page <id>`, what the page's script sends in `Authorization`) and the page.
 pub fn log_in(app: &App, d: &Served) -> (String, String) {
     let url = app.ok(&["open", "--no-browser"]).trim().to_owned();
     let path = url.split_once(&d.addr.to_string()).unwrap().1.to_owned();
     let r = call(d.addr, "GET", &path, &[], None);
-    assert_eq!(r.status, 303, "{r:?}");
-    let set = r.header("set-cookie").unwrap().to_owned();
+    assert_eq!(r.status, 200, "{r:?}");
     assert!(
-        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
-        "{set}"
+        r.header("set-cookie").is_none(),
+        "no cookie: a browser sends cookies to every port of the host: {r:?}"
     );
     assert_eq!(
         call(d.addr, "GET", &path, &[], None).status,
         401,
         "a login link works once"
     );
-    let cookie = set.split(';').next().unwrap().to_owned();
-    let page = call(d.addr, "GET", "/", &[("Cookie", &cookie)], None);
+    // The login page hands the session to this origin's storage.
+    let id = r
+        .body
+        .split("localStorage.setItem(\"hooks-app-session\",\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the session id for the browser's storage")
+        .to_owned();
+    let cred = format!("Page {id}");
+    let page = call(d.addr, "GET", "/", &[("Authorization", &cred)], None);
     assert_eq!(page.status, 200);
     let csp = page.header("content-security-policy").unwrap_or_default();
     assert!(
@@ -502,7 +510,7 @@ pub fn log_in(app: &App, d: &Served) -> (String, String) {
         "{csp}"
     );
     assert_eq!(page.header("referrer-policy"), Some("same-origin"));
-    (cookie, page.body)
+    (cred, page.body)
 }
 
 #[test]
@@ -511,7 +519,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     app.ok(&["init"]);
     let d = Served::start(&app, &[], &[]);
     assert_eq!(call(d.addr, "GET", "/", &[], None).status, 401);
-    let (cookie, page) = log_in(&app, &d);
+    let (cred, page) = log_in(&app, &d);
     assert!(
         page.contains("post-task") && page.contains("never ran"),
         "{page}"
@@ -519,13 +527,13 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     let csrf = page_csrf(&page);
 
     // Without the page's token, or from another origin: refused, nothing changed.
-    let r = form(&d, &cookie, "/ui/hooks/post-task/toggle", "x=1");
+    let r = form(&d, &cred, "/ui/hooks/post-task/toggle", "x=1");
     error_of(&r, 403, "csrf");
     let evil = call(
         d.addr,
         "POST",
         "/ui/hooks/post-task/toggle",
-        &[("Cookie", &cookie), ("Origin", "http://evil.example")],
+        &[("Authorization", &cred), ("Origin", "http://evil.example")],
         Some(&format!("csrf={csrf}")),
     );
     assert_eq!(evil.status, 403);
@@ -533,7 +541,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "POST",
         "/api/v1/hooks/post-task/disable",
-        &[("Cookie", &cookie)],
+        &[("Authorization", &cred)],
         Some(""),
     );
     error_of(&api, 403, "X-CSRF-Token");
@@ -541,7 +549,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
 
     let r = form(
         &d,
-        &cookie,
+        &cred,
         "/ui/hooks/post-task/toggle",
         &format!("csrf={csrf}"),
     );
@@ -555,7 +563,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "POST",
         "/api/v1/hooks/post-task/enable",
-        &[("Cookie", &cookie), ("X-CSRF-Token", &csrf)],
+        &[("Authorization", &cred), ("X-CSRF-Token", &csrf)],
         Some(""),
     );
     assert_eq!(api.status, 200, "the page's own calls carry its token");
@@ -563,7 +571,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     // An invalid delay: the error next to its field, what was typed kept, nothing changed.
     let r = form(
         &d,
-        &cookie,
+        &cred,
         "/ui/hooks/post-task/edit",
         &format!("csrf={csrf}&name=Tidy&delaySeconds=soon"),
     );
@@ -578,7 +586,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     assert_eq!(app.hook("post-task")["delaySeconds"], 10);
     let r = form(
         &d,
-        &cookie,
+        &cred,
         "/ui/hooks/post-task/edit",
         &format!("csrf={csrf}&delaySeconds=45"),
     );
@@ -618,7 +626,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "GET",
         "/?session=s-look",
-        &[("Cookie", &cookie)],
+        &[("Authorization", &cred)],
         None,
     );
     assert!(

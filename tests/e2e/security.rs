@@ -528,25 +528,30 @@ fn the_data_folder_is_private_and_open_hands_no_token_to_the_browser() {
 }
 
 #[test]
-fn the_pages_session_is_bound_to_its_port_expires_and_logs_out() {
+fn the_pages_session_is_bound_to_its_origin_and_logs_out() {
     let app = App::fake();
     app.ok(&["init"]);
     let d = Served::start(&app, &[], &[]);
-    let (cookie, page) = crate::http::log_in(&app, &d);
-    let (name, _) = cookie.split_once('=').unwrap();
-    assert_eq!(name, format!("hooks_app_{}", d.addr.port()));
-    // What another server on this host would be sent: a cookie of another port's name.
-    let other = format!("hooks_app_1={}", cookie.split_once('=').unwrap().1);
-    assert_eq!(
-        call(d.addr, "GET", "/", &[("Cookie", &other)], None).status,
-        401
-    );
-    let again = call(d.addr, "GET", "/", &[("Cookie", &cookie)], None);
-    let set = again.header("set-cookie").unwrap_or_default().to_owned();
+    let (cred, page) = crate::http::log_in(&app, &d);
+    let again = call(d.addr, "GET", "/", &[("Authorization", &cred)], None);
+    assert_eq!(again.status, 200);
+    assert!(again.header("set-cookie").is_none(), "{again:?}");
+    // Without its credential a browser gets only the shell that asks for it.
+    let shell = call(d.addr, "GET", "/", &[], None);
+    assert_eq!(shell.status, 401);
     assert!(
-        set.contains("Max-Age=43200") && set.contains("Path=/"),
-        "{set}"
+        !shell.body.contains("post-task") && shell.body.contains("localStorage"),
+        "{}",
+        shell.body
     );
+    // Another session id, or the API token's scheme with it, lets nobody in.
+    let id = cred.strip_prefix("Page ").unwrap();
+    for wrong in [format!("Page {id}x"), format!("Bearer {id}")] {
+        assert_eq!(
+            call(d.addr, "GET", "/", &[("Authorization", &wrong)], None).status,
+            401
+        );
+    }
 
     let csrf = crate::http::page_csrf(&page);
     assert!(page.contains("action=\"/logout\""), "a logout button");
@@ -554,23 +559,120 @@ fn the_pages_session_is_bound_to_its_port_expires_and_logs_out() {
     let r = crate::http::raw(
         d.addr,
         format!(
-            "POST /logout HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nCookie: {cookie}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\ncsrf={csrf}",
+            "POST /logout HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAuthorization: {cred}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\ncsrf={csrf}",
             d.addr,
             5 + csrf.len()
         )
         .as_bytes(),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    assert!(
-        r.header("set-cookie")
-            .is_some_and(|c| c.contains("Max-Age=0")),
-        "{r:?}"
-    );
     assert_eq!(
-        call(d.addr, "GET", "/", &[("Cookie", &cookie)], None).status,
+        call(d.addr, "GET", "/", &[("Authorization", &cred)], None).status,
         401,
         "logged out"
     );
+    d.stop();
+}
+
+/// Another local user's server on 127.0.0.1 (another port) that the person's browser
+/// visits after logging in to the page: the browser sends it nothing of the login, and its
+/// script reads nothing of it (in Chromium: cookies ignore ports, storage does not).
+#[test]
+fn another_port_of_the_host_is_sent_and_can_read_nothing_of_the_pages_login() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    // The other user's server: every request's head is kept; each gets a small page.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_addr = other.local_addr().unwrap();
+    other.set_nonblocking(true).unwrap();
+    let heads = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = {
+        let (heads, stop) = (heads.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+                match other.accept() {
+                    Ok((mut c, _)) => {
+                        c.set_nonblocking(false).unwrap();
+                        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                        let mut head = Vec::new();
+                        let mut buf = [0u8; 4096];
+                        while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match c.read(&mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => head.extend_from_slice(&buf[..n]),
+                            }
+                        }
+                        heads
+                            .lock()
+                            .unwrap()
+                            .push(String::from_utf8_lossy(&head).into_owned());
+                        let body = "<!doctype html><title>other</title><p>another user's page</p>";
+                        let _ = c.write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                                body.len()
+                            )
+                            .as_bytes(),
+                        );
+                    }
+                    // Nothing to accept yet: the loop is bounded by its deadline.
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+            }
+        })
+    };
+    let login = app.ok(&["open", "--no-browser"]).trim().to_owned();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/e2e/browser/other-port.cjs");
+    let mut node = hooks_testkit::browser::node(&script)
+        .env("LOGIN_URL", &login)
+        .env("OTHER_URL", format!("http://{other_addr}/"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let l = lines.next().expect("a step").expect("read");
+        let v: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        assert_ne!(v["step"], "failed", "{v}");
+        v
+    };
+    assert_eq!(next()["step"], "logged in");
+    let seen = next();
+    assert_eq!(seen["step"], "other port", "{seen}");
+    assert_eq!(
+        seen["stored"],
+        serde_json::json!([]),
+        "its script reads no login: {seen}"
+    );
+    assert_eq!(seen["cookies"], "", "{seen}");
+    assert_eq!(
+        next()["step"],
+        "done",
+        "still logged in on the page's own port"
+    );
+    let out = node.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    server.join().unwrap();
+    let heads = heads.lock().unwrap();
+    assert!(!heads.is_empty(), "the browser went to the other port");
+    for h in heads.iter() {
+        assert!(
+            !h.to_ascii_lowercase().contains("\r\ncookie:")
+                && !h.to_ascii_lowercase().contains("\r\nauthorization:"),
+            "the browser sent the other port a credential:\n{h}"
+        );
+    }
     d.stop();
 }
 

@@ -1,5 +1,11 @@
 //! Who may call: the API token (`<data-dir>/http.token`), one-time logins and the page's
-//! session cookie with its CSRF token, and the checks of a request's origin.
+//! session with its CSRF token, and the checks of a request's origin.
+//!
+//! The page's session is **not a cookie**: a browser sends a host's cookies to every port
+//! of it, so another local user's server on 127.0.0.1 would be sent it. The login page
+//! puts the session id in the browser's `localStorage`, which is kept per origin (scheme,
+//! host *and* port), and the page's script sends it as `Authorization: Page <id>` on each
+//! of its requests; no other origin can read it or make the browser send it.
 
 use std::io;
 use std::path::Path;
@@ -11,7 +17,7 @@ use std::sync::Arc;
 use axum::Extension;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::http::header::{self, HeaderMap, HeaderValue};
+use axum::http::header::{self, HeaderMap};
 use axum::response::Response;
 use tracing::warn;
 
@@ -101,12 +107,28 @@ pub fn use_login(dir: &Path, t: &str) -> bool {
     text.trim().parse::<u64>().is_ok_and(|until| now <= until)
 }
 
+/// The scheme of the page's own `Authorization` header: `Page <session id>`.
+pub const PAGE_SCHEME: &str = "Page ";
+
+/// The `localStorage` key the page keeps its session id under (per origin, port included).
+pub const PAGE_STORAGE_KEY: &str = "hooks-app-session";
+
+/// The page's session id a request carries, if it carries one.
+pub fn page_session(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix(PAGE_SCHEME))
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+}
+
 pub fn authenticate(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
     let caller = authenticate_inner(state, headers);
-    // A session's cookie has its lifetime renewed on each use.
+    // A session has its lifetime renewed on each use.
     if matches!(caller, Some(Caller::Page { .. }))
-        && let Some(c) = crate::state::cookie_value(headers, &state.cookie_name())
-        && let Some(s) = lock(&state.sessions).get_mut(&c)
+        && let Some(c) = page_session(headers)
+        && let Some(s) = lock(&state.sessions).get_mut(c)
     {
         s.expires = std::time::Instant::now() + SESSION_TTL;
     }
@@ -125,7 +147,7 @@ fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> 
     {
         return Some(Caller::Token);
     }
-    let c = crate::state::cookie_value(headers, &state.cookie_name())?;
+    let c = page_session(headers)?;
     let mut sessions = lock(&state.sessions);
     let now = std::time::Instant::now();
     sessions.retain(|_, s| s.expires > now);
@@ -135,21 +157,6 @@ fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> 
         .map(|(_, s)| Caller::Page {
             csrf: s.csrf.clone(),
         })
-}
-
-/// `Set-Cookie` for a session: its lifetime, or (`None`) its end.
-pub fn session_cookie(state: &HttpState, id: Option<&str>) -> Option<HeaderValue> {
-    let age = match id {
-        Some(_) => cookie::time::Duration::seconds(SESSION_TTL.as_secs() as i64),
-        None => cookie::time::Duration::ZERO,
-    };
-    let c = cookie::Cookie::build((state.cookie_name(), id.unwrap_or("").to_owned()))
-        .http_only(true)
-        .same_site(cookie::SameSite::Strict)
-        .path("/")
-        .max_age(age)
-        .build();
-    HeaderValue::from_str(&c.to_string()).ok()
 }
 
 /// A state-changing request from the page must carry its CSRF token (header or form field)
@@ -162,7 +169,8 @@ pub fn csrf_ok(headers: &HeaderMap, csrf: &str, form_token: Option<&str>) -> boo
     given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) && origin_ok(headers)
 }
 
-/// `GET /login?token=…`: a one-time login becomes the page's session cookie.
+/// `GET /login?token=…`: a one-time login becomes the page's session, handed to the
+/// browser's storage for this origin by the page this answers with.
 pub async fn login(State(state): State<Arc<HttpState>>, q: Params) -> Response {
     let t = q.get("token").unwrap_or("");
     if !use_login(&state.login_dir, t) {
@@ -204,17 +212,15 @@ pub async fn login(State(state): State<Arc<HttpState>>, q: Params) -> Response {
             },
         );
     }
-    let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "logged in");
-    r.headers_mut()
-        .insert(header::LOCATION, HeaderValue::from_static("/"));
-    if let Some(v) = session_cookie(&state, Some(&id)) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
-    }
-    r
+    respond(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        page::logged_in_page(&id),
+    )
 }
 
-/// `POST /logout` from the page (its CSRF token in the form): the session ends here and in
-/// the browser.
+/// `POST /logout` from the page (its CSRF token in the form): the session ends here, and
+/// the page's script forgets it in the browser.
 pub async fn logout(
     State(state): State<Arc<HttpState>>,
     Extension(caller): Extension<Caller>,
@@ -224,7 +230,7 @@ pub async fn logout(
     let Caller::Page { csrf } = caller else {
         return ApiError::not_found("path", "logging out is for the page").response();
     };
-    let id = crate::state::cookie_value(&headers, &state.cookie_name());
+    let id = page_session(&headers).map(str::to_owned);
     let origin = origin_ok(&headers);
     let given = crate::state::form_fields(&form)
         .into_iter()
@@ -241,13 +247,9 @@ pub async fn logout(
     if let Some(id) = id {
         lock(&state.sessions).remove(&id);
     }
-    let mut r = respond(
+    respond(
         StatusCode::OK,
         "text/html; charset=utf-8",
         page::message_page("Logged out. Run `hooks-app open` to log in again."),
-    );
-    if let Some(v) = session_cookie(&state, None) {
-        r.headers_mut().insert(header::SET_COOKIE, v);
-    }
-    r
+    )
 }

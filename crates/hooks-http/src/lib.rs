@@ -4,9 +4,10 @@
 //!
 //! Auth, as Jupyter does it: a bearer token (`<data-dir>/http.token`, made on first use) is
 //! required even on loopback, where other users of the machine can connect too. `hooks-app
-//! open` hands out a one-time login URL; using it sets an HttpOnly, SameSite=Strict cookie.
-//! A request authenticated by that cookie that changes anything must carry the session's
-//! CSRF token and come from the page's own origin. Tokens are compared in constant time and
+//! open` hands out a one-time login URL; using it puts a session id in the browser's
+//! storage for this origin (no cookie: a browser sends cookies to every port of a host),
+//! which the page's script sends as `Authorization: Page <id>`. A page request that changes
+//! anything must also carry the session's CSRF token and come from the page's own origin. Tokens are compared in constant time and
 //! never logged. Bodies over 1 MiB are refused; a client that is slow to send its request
 //! is cut off.
 

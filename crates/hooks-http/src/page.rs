@@ -39,9 +39,14 @@ svg text{font-size:15px}.hide-s{display:none}}input{box-sizing:border-box}";
 
 /// A whole page around `body`.
 fn html(title: &str, body: Markup) -> String {
+    html_at(title, body, None)
+}
+
+/// [`html`], with the store's version for the page's script to poll against.
+fn html_at(title: &str, body: Markup, version: Option<&str>) -> String {
     maud::html! {
         (maud::DOCTYPE)
-        html lang="en" {
+        html lang="en" data-version=[version] {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width,initial-scale=1";
@@ -58,7 +63,43 @@ pub fn message_page(text: &str) -> String {
     html("hooks-app", maud::html! { h1 { "hooks-app" } p { (text) } })
 }
 
+/// The page's script, on every page it renders: its forms and its polling send the
+/// session from this origin's storage (`Authorization: Page <id>`); a form's answer is
+/// shown in place, a redirect is followed by a real navigation (which loads the shell
+/// again). The browser never holds a cookie of this server, so no other port is sent one.
+const PAGE_SCRIPT: &str = r#"(function(){
+var K='hooks-app-session';
+function auth(){var t=localStorage.getItem(K);return t?{'Authorization':'Page '+t}:{}}
+function show(h){document.open();document.write(h);document.close()}
+document.addEventListener('submit',function(e){
+ var f=e.target,h=auth();if(!h.Authorization)return;e.preventDefault();
+ var d=new URLSearchParams(new FormData(f,e.submitter)),a=f.getAttribute('action')||'/';
+ if((f.getAttribute('method')||'get').toLowerCase()==='get'){location.assign(a.split('?')[0]+'?'+d.toString()+(f.getAttribute('data-hash')||''));return}
+ h['Content-Type']='application/x-www-form-urlencoded';
+ fetch(a,{method:'POST',headers:h,body:d.toString(),credentials:'omit'}).then(function(r){
+  if(a==='/logout')localStorage.removeItem(K);
+  if(r.redirected){location.assign(r.url);return null}
+  return r.text()}).then(function(x){if(x!==null)show(x)});
+});
+if(window.hooksAppPoll)clearInterval(window.hooksAppPoll);
+var v=document.documentElement.getAttribute('data-version');
+if(v!==null&&auth().Authorization)window.hooksAppPoll=setInterval(function(){var a=document.activeElement;if(a&&a.form)return;
+ fetch('/api/v1/version',{headers:auth(),credentials:'omit'}).then(function(r){return r.json()}).then(function(j){if(j.version!==v)location.reload()}).catch(function(){})},2000);
+})()"#;
+
+/// What a browser gets for the page before it sends its session: a shell whose script
+/// asks again with the session from this origin's storage and shows the answer. Without
+/// one (or with one the server no longer knows), it says how to log in.
 pub fn login_needed() -> Response {
+    const LOADER: &str = r#"(function(){
+var K='hooks-app-session',t=localStorage.getItem(K),m=document.getElementById('m');
+if(!t)return;
+m.textContent='Loading…';
+fetch(location.pathname+location.search,{headers:{'Authorization':'Page '+t},credentials:'omit'}).then(function(r){
+ if(r.status===401){localStorage.removeItem(K);m.textContent='Your login has ended. Log in with the one-time link `hooks-app open` prints.';return null}
+ return r.text()}).then(function(h){if(h!==null){document.open();document.write(h);document.close()}})
+ .catch(function(){m.textContent='The daemon does not answer: `hooks-app open` starts it and logs you in.'});
+})()"#;
     respond(
         StatusCode::UNAUTHORIZED,
         "text/html; charset=utf-8",
@@ -66,9 +107,25 @@ pub fn login_needed() -> Response {
             "hooks-app",
             maud::html! {
                 h1 { "hooks-app" }
-                p { "Log in with the one-time link " code { "hooks-app open" } " prints." }
+                p #m { "Log in with the one-time link " code { "hooks-app open" } " prints." }
+                script { (PreEscaped(LOADER)) }
             },
         ),
+    )
+}
+
+/// The answer to a good login link: the session goes into this origin's storage, and the
+/// browser goes on to the page.
+pub fn logged_in_page(session: &str) -> String {
+    let key = serde_json::to_string(crate::auth::PAGE_STORAGE_KEY).unwrap_or_default();
+    let id = serde_json::to_string(session).unwrap_or_default();
+    html(
+        "hooks-app",
+        maud::html! {
+            h1 { "hooks-app" }
+            p { "Logged in." }
+            script { (PreEscaped(format!("localStorage.setItem({key},{id});location.replace('/')"))) }
+        },
     )
 }
 
@@ -263,14 +320,9 @@ pub async fn page(
                 }
             },
         }
-        // Follow the store: reload when it changed, unless someone is typing.
-        script {
-            (PreEscaped(format!(
-                "(function(){{var v={};setInterval(function(){{var a=document.activeElement;if(a&&a.form)return;\
-                 fetch('/api/v1/version',{{credentials:'same-origin'}}).then(function(r){{return r.json()}}).then(function(j){{if(j.version!==v)location.reload()}}).catch(function(){{}})}},2000)}})()",
-                serde_json::to_string(&version).unwrap_or_else(|_| "\"\"".into())
-            )))
-        }
+        // Its forms and its polling (reload when the store changed, unless someone is
+        // typing) carry the session from this origin's storage.
+        script { (PreEscaped(PAGE_SCRIPT)) }
     };
     let status = if errors.is_some() {
         StatusCode::BAD_REQUEST
@@ -280,7 +332,7 @@ pub async fn page(
     Ok(respond(
         status,
         "text/html; charset=utf-8",
-        html("hooks-app", body),
+        html_at("hooks-app", body, Some(&version)),
     ))
 }
 

@@ -338,22 +338,14 @@ async fn events(
     ok(&Value::Array(reports.iter().map(report_json).collect()))
 }
 
-/// `GET /`: the page (a token's caller sees it too); the browser's copy of the cookie is
-/// renewed with the server's.
+/// `GET /`: the page, for the page's own script (its session in `Authorization`) and for a
+/// token's caller.
 async fn page_get(
     State(s): State<Shared>,
     Extension(caller): Extension<Caller>,
-    headers: HeaderMap,
     q: Params,
 ) -> Answer {
-    let id = crate::state::cookie_value(&headers, &s.cookie_name());
-    let mut r = crate::page::page(&s, &caller, &q.0, None).await?;
-    if matches!(caller, Caller::Page { .. })
-        && let Some(v) = crate::auth::session_cookie(&s, id.as_deref())
-    {
-        r.headers_mut().insert(axum::http::header::SET_COOKIE, v);
-    }
-    Ok(r)
+    crate::page::page(&s, &caller, &q.0, None).await
 }
 /// The hand-kept OpenAPI document checked against the code it describes: its paths and
 /// methods against the router's, its schemas against the `--json` shapes and the fields a

@@ -109,7 +109,7 @@ pub fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// How the server was set up by the program that starts it.
 pub struct HttpConfig {
-    /// Where it listens: the `Host` a request must name, and the cookie's name.
+    /// Where it listens: the `Host` a request must name.
     pub addr: SocketAddr,
     /// The API token; `None` with `--http-no-auth`.
     pub token: Option<String>,
@@ -128,9 +128,10 @@ pub struct HttpState {
     pub token: Option<String>,
     pub metrics: Arc<Metrics>,
     pub(crate) login_dir: PathBuf,
-    /// Page sessions: cookie value → its CSRF token and when it lapses.
+    /// Page sessions: the id the page sends (`Authorization: Page <id>`) → its CSRF token
+    /// and when it lapses.
     pub(crate) sessions: Mutex<HashMap<String, PageSession>>,
-    /// Where this server listens: the `Host` a request must name, and the cookie's name.
+    /// Where this server listens: the `Host` a request must name.
     pub(crate) addr: SocketAddr,
 }
 
@@ -158,12 +159,6 @@ impl HttpState {
             sessions: Mutex::new(HashMap::new()),
             addr: config.addr,
         }
-    }
-
-    /// The page's cookie, named for this port: cookies ignore ports (RFC 6265), so another
-    /// server on this host must not be sent a session of this one by its name.
-    pub fn cookie_name(&self) -> String {
-        format!("hooks_app_{}", self.addr.port())
     }
 
     /// Whether `host` (a request's `Host`) names this server: its address, or `localhost`
@@ -312,7 +307,7 @@ pub fn security_headers(h: &mut HeaderMap) {
 pub enum Caller {
     /// The bearer token, or no auth at all.
     Token,
-    /// The page's cookie: its CSRF token.
+    /// The page's session (`Authorization: Page <id>`): its CSRF token.
     Page { csrf: String },
 }
 
@@ -408,18 +403,6 @@ pub fn form_fields(text: &[u8]) -> Vec<(String, String)> {
     form_urlencoded::parse(text).into_owned().collect()
 }
 
-/// The value of cookie `name` among a request's `Cookie` headers, by the `cookie` crate.
-pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(cookie::Cookie::split_parse)
-        .filter_map(Result::ok)
-        .find(|c| c.name() == name)
-        .map(|c| c.value().to_owned())
-}
-
 /// No `Origin`, or this server's own.
 pub fn origin_ok(headers: &HeaderMap) -> bool {
     let host = headers
@@ -438,7 +421,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn forms_queries_and_cookies_are_read_by_their_libraries() {
+    fn forms_and_queries_are_read_by_their_library() {
         assert_eq!(
             form_fields(b"name=Tidy+up&promptFile=.claude%2Fagents%2Fhooks%2Fx.md&bad=%zz&flag"),
             [
@@ -451,11 +434,5 @@ mod tests {
                 ("flag".to_owned(), String::new()),
             ]
         );
-        let mut h = HeaderMap::new();
-        h.append(header::COOKIE, "a=1; hooks_app_8080=abc".parse().unwrap());
-        h.append(header::COOKIE, "other=2".parse().unwrap());
-        assert_eq!(cookie_value(&h, "hooks_app_8080").as_deref(), Some("abc"));
-        assert_eq!(cookie_value(&h, "other").as_deref(), Some("2"));
-        assert_eq!(cookie_value(&h, "hooks_app_9090"), None);
     }
 }

@@ -16,7 +16,9 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
   });
   try {
     const page = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    // The login page keeps the session in this origin's storage and goes on to the page.
     await page.goto(process.env.LOGIN_URL);
+    await page.waitForURL((u) => u.pathname === '/');
     const row = page.locator('#hook-post-task');
     say({ step: 'logged in', url: new URL(page.url()).pathname, chip: (await row.locator('[data-status]').innerText()).trim() });
 
@@ -28,8 +30,10 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
     const details = page.locator('#hook-post-task + tr details');
     await details.locator('summary').click();
     await details.locator('input[name=delaySeconds]').fill('soon');
-    await Promise.all([page.waitForNavigation(), details.locator('button[type=submit]').click()]);
+    // Refused, the form's answer is shown in place (no navigation).
+    await details.locator('button[type=submit]').click();
     const err = page.locator('.err[data-field=delaySeconds]');
+    await err.waitFor();
     say({ step: 'invalid delay', error: (await err.innerText()).trim(), visible: await err.isVisible() });
 
     // Back to the page, enabled again; then a run appears without a reload by hand.
