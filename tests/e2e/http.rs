@@ -726,15 +726,13 @@ fn the_real_claude_http_hook_queues_through_the_daemon_once() {
     app.api.set_final_line(Some("COMPLETED"));
     app.ok(&["init"]);
     app.post_task_at_once();
-    // The daemon runs follow-ups with the token in its environment (as a user's would), so
-    // a follow-up's own Stop reaches it too, and is recognised by its guard header.
-    let token = std::fs::read_to_string(app.data_dir().join("http.token"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let d = Served::start(&app, &[], &[("HOOKS_APP_HTTP_TOKEN", &token)]);
+    // The daemon runs follow-ups with the hook token in its environment (as a user's would),
+    // so a follow-up's own Stop reaches it too, and is recognised by its guard header.
+    let token = "0123456789abcdef0123456789abcdef";
+    std::fs::write(app.data_dir().join("hook.token"), format!("{token}\n")).unwrap();
+    let d = Served::start(&app, &[], &[("HOOKS_APP_HOOK_TOKEN", token)]);
     let o = app.ok(&["install", "--transport", "http", "--daemon", "none"]);
-    assert!(o.contains("HOOKS_APP_HTTP_TOKEN"), "{o}");
+    assert!(o.contains("HOOKS_APP_HOOK_TOKEN"), "{o}");
     let settings: Value = serde_json::from_str(
         &std::fs::read_to_string(app.env.claude_home().join("settings.json")).unwrap(),
     )
@@ -744,14 +742,14 @@ fn the_real_claude_http_hook_queues_through_the_daemon_once() {
     assert_eq!(h["url"], format!("http://{}/api/v1/events", d.addr));
     assert_eq!(
         h["headers"]["Authorization"],
-        "Bearer $HOOKS_APP_HTTP_TOKEN"
+        "Bearer $HOOKS_APP_HOOK_TOKEN"
     );
     let mut c = Command::new(claude_bin());
     c.args(["-p", "--output-format", "json", "--", "build it SAY_DONE"])
         .current_dir(&app.proj)
         .stdin(Stdio::null());
     app.env.apply(&mut c);
-    c.env("HOOKS_APP_HTTP_TOKEN", &token);
+    c.env("HOOKS_APP_HOOK_TOKEN", token);
     let out = c.output().unwrap();
     assert!(
         out.status.success(),

@@ -1201,3 +1201,132 @@ fn refused_requests_do_not_keep_an_idle_daemon() {
     );
     assert!(knocks >= 5, "it was knocked on ({knocks})");
 }
+
+/// A listener on 127.0.0.1 run as another local user (`nobody`) when this test runs as
+/// root: it prints its port, then each request it is sent. `None` when not root.
+fn another_users_listener() -> Option<(std::process::Child, u16)> {
+    use std::io::BufRead;
+    use std::os::unix::process::CommandExt;
+    if hooks_platform::account::uid() != 0 {
+        eprintln!("not root: the attack from another local user is not run here (CI runs as root)");
+        return None;
+    }
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import socket,sys\ns=socket.socket()\ns.bind(('127.0.0.1',0))\ns.listen()\nprint(s.getsockname()[1],flush=True)\nwhile True:\n c,_=s.accept()\n c.settimeout(5)\n try: d=c.recv(65536)\n except Exception: d=b''\n print(repr(d.decode('latin1')),flush=True)\n c.close()",
+        ])
+        .uid(65534)
+        .gid(65534)
+        .current_dir("/")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 as nobody");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    Some((child, first.trim().parse().unwrap()))
+}
+
+/// With `--transport http`, Claude Code sends the hook's token to whoever holds the port;
+/// while the daemon is down that may be another local user. What it gets is the hook
+/// token: it tells of a conversation's events, only as far as the user's own transcript
+/// bears them out, and does nothing else; and `doctor` says who holds the port.
+#[test]
+fn the_http_hooks_token_grants_another_user_nothing_but_true_events() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let listener = another_users_listener();
+    let port = listener.as_ref().map_or(9, |(_, p)| *p);
+    let out = app.ok(&[
+        "install",
+        "--transport",
+        "http",
+        "--http-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--daemon",
+        "none",
+    ]);
+    assert!(out.contains("HOOKS_APP_HOOK_TOKEN"), "{out}");
+    let stolen = std::fs::read_to_string(app.data_dir().join("hook.token"))
+        .expect("install made the hook token")
+        .trim()
+        .to_owned();
+    let api = std::fs::read_to_string(app.data_dir().join("http.token")).unwrap_or_default();
+    assert_ne!(
+        stolen,
+        api.trim(),
+        "the hook carries its own token, not the API's"
+    );
+    if let Some((mut child, port)) = listener {
+        let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+        let can_tell =
+            hooks_platform::net::listener_uid(format!("127.0.0.1:{port}").parse().unwrap())
+                .is_some();
+        if can_tell {
+            assert!(
+                doctor.contains("FAIL http hook port") && doctor.contains("user nobody"),
+                "{doctor}"
+            );
+        } else {
+            eprintln!("this platform cannot tell who holds a port: doctor's check not asserted");
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
+    // What the holder of the port can do with the token, against the real daemon.
+    let d = Served::start(&app, &[], &[]);
+    let bearer = format!("Bearer {stolen}");
+    let with = |method: &str, path: &str, body: Option<&str>| {
+        call(d.addr, method, path, &[("Authorization", &bearer)], body)
+    };
+    assert_eq!(with("GET", "/api/v1/hooks", None).status, 403);
+    assert_eq!(with("GET", "/api/v1/runs", None).status, 403);
+    assert_eq!(
+        with(
+            "POST",
+            "/api/v1/hooks/post-task/run",
+            Some(r#"{"sessionId":"s-real","force":true}"#)
+        )
+        .status,
+        403
+    );
+    let elsewhere = app.env.workdir("their-dir");
+    let r = with(
+        "POST",
+        "/api/v1/events",
+        Some(&serde_json::json!({"sessionId": "s-forged", "cwd": elsewhere}).to_string()),
+    );
+    assert_eq!(r.status, 403, "{}", r.body);
+    // A transcript of its own making is not a conversation of the user's.
+    let fake = elsewhere.join("s-forged.jsonl");
+    std::fs::write(&fake, "{}\n").unwrap();
+    let stop = |sid: &str, t: &Path| {
+        serde_json::json!({"hook_event_name": "Stop", "session_id": sid, "cwd": app.proj,
+            "transcript_path": t, "last_assistant_message": "all done\nDONE"})
+        .to_string()
+    };
+    let r = with("POST", "/api/v1/events", Some(&stop("s-forged", &fake)));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(r.json()["error"]["field"], "transcript_path", "{}", r.body);
+    // A real conversation that did not end with DONE, claimed done: nothing is queued.
+    let t = app.transcript("s-busy", &app.proj, 1000);
+    let text = std::fs::read_to_string(&t)
+        .unwrap()
+        .replace("done\\nDONE", "still working");
+    std::fs::write(&t, text).unwrap();
+    let r = with("POST", "/api/v1/events", Some(&stop("s-busy", &t)));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+    // A true event is the one thing it can tell.
+    let t = app.transcript("s-real", &app.proj, 1000);
+    let r = with("POST", "/api/v1/events", Some(&stop("s-real", &t)));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let pending: Vec<Value> = app.pending();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["sessionId"], "s-real");
+    d.stop();
+}

@@ -52,14 +52,24 @@ pub struct HookPlan {
 
 /// Reads one Claude Code hook input, `from` naming where it came (`stdin` for
 /// `claude-hook`, `body` for an `http` hook's POST to the daemon). `Ok(None)`: nothing to do.
+///
+/// `checked`: the input came with the hook token over HTTP, which another local user may
+/// have seen (holding the hook's port while the daemon was down), so it is believed only
+/// as far as the conversation's own transcript bears it out: the transcript must be the
+/// user's own file under Claude Code's `projects/`, named for the session, and a `Stop` is
+/// done only when the transcript's last reply ends with the marker.
 pub fn plan(
     ctx: &Context,
     buf: &[u8],
     on: Option<HookTrigger>,
     from: &str,
+    checked: bool,
 ) -> AppResult<Option<HookPlan>> {
     let input =
         HookInput::parse(buf).map_err(|e: InputError| AppError::invalid(format!("{from}: {e}")))?;
+    if checked {
+        check_transcript(ctx, &input)?;
+    }
     let from_transcript = || {
         input
             .transcript_path
@@ -77,6 +87,7 @@ pub fn plan(
     });
     let queue = failure.is_some()
         || match input.hook_event_name.as_str() {
+            "Stop" if checked => done(from_transcript()),
             "Stop" => done(
                 input
                     .last_assistant_message
@@ -116,6 +127,60 @@ pub fn plan(
     }))
 }
 
+/// Whether the transcript a hook input names already holds what the input says: Claude
+/// Code may send an `http` hook before its transcript is on disk. True for anything but a
+/// `Stop` once the file is there; for a `Stop`, once the transcript's last reply is the one
+/// the input claims.
+pub fn transcript_caught_up(buf: &[u8]) -> bool {
+    let Ok(input) = HookInput::parse(buf) else {
+        return true;
+    };
+    let Some(path) = input.transcript_path.as_deref() else {
+        return true;
+    };
+    let Ok(facts) = hooks_meta::read_facts(std::path::Path::new(path)) else {
+        return false;
+    };
+    input.hook_event_name != "Stop"
+        || input.last_assistant_message.as_deref().map(str::trim_end)
+            == facts.last_assistant_text.as_deref().map(str::trim_end)
+}
+
+/// That a hook input names a conversation of this user: its transcript is a regular file
+/// the user owns, under Claude Code's `projects/`, named `<session_id>.jsonl`.
+fn check_transcript(ctx: &Context, input: &HookInput) -> AppResult {
+    use std::os::unix::fs::MetadataExt;
+    let refuse = |rule: &str| AppError::invalid(format!("transcript_path: {rule}"));
+    let path = input
+        .transcript_path
+        .as_deref()
+        .ok_or_else(|| refuse("is required with the hook token"))?;
+    let path = std::path::Path::new(path);
+    let projects = ctx
+        .claude_home
+        .join("projects")
+        .canonicalize()
+        .map_err(|_| refuse("no conversation of Claude Code's is kept here"))?;
+    let real = path
+        .canonicalize()
+        .map_err(|_| refuse("must be a conversation's transcript, and there is none there"))?;
+    let named = real.file_name().and_then(|n| n.to_str())
+        == Some(format!("{}.jsonl", input.session_id).as_str());
+    if !real.starts_with(&projects) || !named {
+        return Err(refuse(&format!(
+            "must be {}/…/<session_id>.jsonl",
+            projects.display()
+        )));
+    }
+    let file = hooks_platform::open_regular(&real, true)
+        .map_err(|e| refuse(&format!("cannot be read ({e})")))?;
+    let meta = file.metadata().map_err(|e| refuse(&e.to_string()))?;
+    if meta.uid() != hooks_platform::account::uid() {
+        return Err(refuse("must be a file of yours"));
+    }
+    Ok(())
+}
+
 /// Carries a plan out: the notify reports (none for a close alone), and whether something
 /// was queued or woken (a daemon is then wanted).
 pub async fn carry_out(
@@ -150,7 +215,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         // A follow-up's own Stop or SessionEnd: the app started that run.
         return Ok(());
     }
-    let Some(plan) = plan(ctx, &buf, on, "stdin")? else {
+    let Some(plan) = plan(ctx, &buf, on, "stdin", false)? else {
         return Ok(());
     };
     let (service, _) = ctx.service(

@@ -24,11 +24,18 @@ use tracing::warn;
 use crate::page;
 use crate::state::*;
 
-/// The variable an installed `http` hook takes the token from.
-pub const TOKEN_ENV: &str = "HOOKS_APP_HTTP_TOKEN";
-
 /// The file holding the API token.
 pub const TOKEN_FILE: &str = "http.token";
+
+/// The variable an installed `http` hook takes its token from: the hook token, whose one
+/// power is to tell of a conversation's events (never the API token).
+pub const HOOK_TOKEN_ENV: &str = "HOOKS_APP_HOOK_TOKEN";
+
+/// The file holding the hook token. Claude Code's `http` hook sends it to whatever
+/// listens on the hook's port (while the daemon is down, another local user may), so it
+/// grants only `POST /api/v1/events` with a Claude Code hook input, checked against the
+/// conversation's own transcript.
+pub const HOOK_TOKEN_FILE: &str = "hook.token";
 
 /// How long a one-time login token lasts.
 pub const LOGIN_TTL_SECS: u64 = 300;
@@ -48,7 +55,16 @@ pub fn random_hex(bytes: usize) -> io::Result<String> {
 
 /// The API token, made (0600) when there is none yet. An error names the file.
 pub fn token(data_dir: &Path) -> Result<String, String> {
-    let p = data_dir.join(TOKEN_FILE);
+    token_in(data_dir, TOKEN_FILE)
+}
+
+/// The hook token ([`HOOK_TOKEN_FILE`]), made (0600) when there is none yet.
+pub fn hook_token(data_dir: &Path) -> Result<String, String> {
+    token_in(data_dir, HOOK_TOKEN_FILE)
+}
+
+fn token_in(data_dir: &Path, file: &str) -> Result<String, String> {
+    let p = data_dir.join(file);
     match std::fs::read_to_string(&p) {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
         Ok(_) => {}
@@ -143,9 +159,17 @@ fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> 
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         && let Some(given) = v.strip_prefix("Bearer ")
-        && same(given.trim().as_bytes(), token.as_bytes())
     {
-        return Some(Caller::Token);
+        if same(given.trim().as_bytes(), token.as_bytes()) {
+            return Some(Caller::Token);
+        }
+        if state
+            .hook_token
+            .as_ref()
+            .is_some_and(|h| same(given.trim().as_bytes(), h.as_bytes()))
+        {
+            return Some(Caller::Hook);
+        }
     }
     let c = page_session(headers)?;
     let mut sessions = lock(&state.sessions);

@@ -16,9 +16,13 @@ pub trait Backend: Send + Sync {
 
     /// A Claude Code hook input (`on_session_end` when installed for `SessionEnd`), as
     /// `claude-hook` handles it: what was queued or skipped; nothing when it is ignored.
+    /// `checked`: it came with the hook token, which whoever holds the hook's port may have
+    /// seen, so it is believed only as far as the conversation's own transcript (under
+    /// Claude Code's folder, the user's own file) bears it out.
     async fn hook_input(
         &self,
         body: &[u8],
         on_session_end: bool,
+        checked: bool,
     ) -> Result<Vec<NotifyReport>, ApiError>;
 }

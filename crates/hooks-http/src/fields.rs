@@ -156,19 +156,27 @@ pub fn report_json(r: &NotifyReport) -> Value {
 /// of `notify`. Answers with `notify --json`'s reports.
 pub async fn events(
     s: &HttpState,
+    caller: &Caller,
     bytes: &[u8],
     follow_up: bool,
     on_end: bool,
 ) -> Result<Vec<NotifyReport>, ApiError> {
     let m = json_object(bytes)?;
     s.metrics.events.fetch_add(1, Ordering::Relaxed);
+    let hook = *caller == Caller::Hook;
     let reports = if m.contains_key("hook_event_name") {
         if follow_up {
             // A follow-up's own Stop: this app started that run.
             Vec::new()
         } else {
-            s.backend.hook_input(bytes, on_end).await?
+            s.backend.hook_input(bytes, on_end, hook).await?
         }
+    } else if hook {
+        return Err(ApiError::new(
+            axum::http::StatusCode::FORBIDDEN,
+            "hook_event_name",
+            "the hook token sends Claude Code's hook input only",
+        ));
     } else {
         const FIELDS: &[&str] = &["sessionId", "event", "cwd", "transcriptPath", "origin"];
         if let Some(k) = m.keys().find(|k| !FIELDS.contains(&k.as_str())) {

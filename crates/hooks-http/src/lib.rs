@@ -36,7 +36,9 @@ mod state;
 mod tests;
 
 use auth::*;
-pub use auth::{LOGIN_TTL_SECS, TOKEN_ENV, TOKEN_FILE, one_time_login, token};
+pub use auth::{
+    HOOK_TOKEN_ENV, HOOK_TOKEN_FILE, LOGIN_TTL_SECS, TOKEN_FILE, hook_token, one_time_login, token,
+};
 use state::origin_ok;
 
 pub use backend::Backend;
@@ -240,6 +242,15 @@ fn admit(state: &HttpState, req: &Request) -> Result<Option<Caller>, Response> {
         );
         return Err(r);
     };
+    // The hook token tells of a conversation's events and may do nothing else.
+    if caller == Caller::Hook && !(method == Method::POST && path == "/api/v1/events") {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "Authorization",
+            "the hook token only tells of a conversation's events (POST /api/v1/events); use the API token",
+        )
+        .response());
+    }
     let changes = !matches!(*method, Method::GET | Method::HEAD);
     // Without a token, nothing tells a web page's request from the user's: a write must be
     // one no page can send without asking first (JSON), from this server's own origin.

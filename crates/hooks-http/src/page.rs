@@ -204,7 +204,7 @@ pub async fn page(
 ) -> Result<Response, ApiError> {
     let csrf = match caller {
         Caller::Page { csrf } => csrf.clone(),
-        Caller::Token => String::new(),
+        Caller::Token | Caller::Hook => String::new(),
     };
     let now = s.svc.now();
     let snap = s.store.snapshot().await?;

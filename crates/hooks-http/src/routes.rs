@@ -325,6 +325,7 @@ async fn session(State(s): State<Shared>, SessionPath(id): SessionPath) -> Answe
 /// `?on=session-end` on the entry installed for the close) and `notify`'s fields.
 async fn events(
     State(s): State<Shared>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     q: Params,
     Body(bytes): Body,
@@ -334,7 +335,7 @@ async fn events(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| !v.trim().is_empty());
     let on_end = q.0.iter().any(|(k, v)| k == "on" && v == "session-end");
-    let reports = crate::fields::events(&s, &bytes, guard, on_end).await?;
+    let reports = crate::fields::events(&s, &caller, &bytes, guard, on_end).await?;
     ok(&Value::Array(reports.iter().map(report_json).collect()))
 }
 

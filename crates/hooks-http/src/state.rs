@@ -113,6 +113,9 @@ pub struct HttpConfig {
     pub addr: SocketAddr,
     /// The API token; `None` with `--http-no-auth`.
     pub token: Option<String>,
+    /// The hook token (`Authorization: Bearer` of Claude Code's `http` hooks): it may only
+    /// tell of a conversation's events.
+    pub hook_token: Option<String>,
     /// The data folder: one-time logins wait in its `http-logins`.
     pub data_dir: PathBuf,
     /// The counters the daemon shares with the server.
@@ -126,6 +129,7 @@ pub struct HttpState {
     pub backend: Arc<dyn Backend>,
     /// `None` with `--http-no-auth`.
     pub token: Option<String>,
+    pub(crate) hook_token: Option<String>,
     pub metrics: Arc<Metrics>,
     pub(crate) login_dir: PathBuf,
     /// Page sessions: the id the page sends (`Authorization: Page <id>`) → its CSRF token
@@ -154,6 +158,7 @@ impl HttpState {
             store,
             backend,
             token: config.token,
+            hook_token: config.hook_token,
             metrics: config.metrics,
             login_dir: config.data_dir.join(LOGIN_DIR),
             sessions: Mutex::new(HashMap::new()),
@@ -307,6 +312,8 @@ pub fn security_headers(h: &mut HeaderMap) {
 pub enum Caller {
     /// The bearer token, or no auth at all.
     Token,
+    /// The hook token: a Claude Code hook input at `POST /api/v1/events`, and nothing else.
+    Hook,
     /// The page's session (`Authorization: Page <id>`): its CSRF token.
     Page { csrf: String },
 }

@@ -16,11 +16,14 @@ use tower::ServiceExt;
 use crate::{ApiError, Backend, HttpConfig, HttpState, Metrics};
 
 const TOKEN: &str = "0123456789abcdef";
+const HOOK_TOKEN: &str = "fedcba9876543210";
 
 /// Records the hook inputs it is handed.
 #[derive(Default)]
 pub struct Recording {
-    pub inputs: Mutex<Vec<(String, bool)>>,
+    /// Each input, whether it came on `SessionEnd`'s entry, and whether it is to be checked
+    /// against its transcript (it came with the hook token).
+    pub inputs: Mutex<Vec<(String, bool, bool)>>,
 }
 
 #[async_trait::async_trait]
@@ -31,9 +34,14 @@ impl Backend for Recording {
     async fn health(&self) -> Result<(), String> {
         Ok(())
     }
-    async fn hook_input(&self, body: &[u8], end: bool) -> Result<Vec<NotifyReport>, ApiError> {
+    async fn hook_input(
+        &self,
+        body: &[u8],
+        end: bool,
+        checked: bool,
+    ) -> Result<Vec<NotifyReport>, ApiError> {
         let text = String::from_utf8_lossy(body).into_owned();
-        self.inputs.lock().unwrap().push((text, end));
+        self.inputs.lock().unwrap().push((text, end, checked));
         Ok(Vec::new())
     }
 }
@@ -59,6 +67,7 @@ pub async fn app() -> App {
     let config = HttpConfig {
         addr: "127.0.0.1:8080".parse().unwrap(),
         token: Some(TOKEN.into()),
+        hook_token: Some(HOOK_TOKEN.into()),
         data_dir: std::env::temp_dir().join("hooks-http-tests-no-logins"),
         metrics: Arc::new(Metrics::default()),
     };
@@ -181,7 +190,7 @@ async fn the_api_drives_the_service_it_is_given_and_hands_hook_inputs_to_the_bac
     assert_eq!(r.status(), StatusCode::OK);
     assert_eq!(
         *app.backend.inputs.lock().unwrap(),
-        [(input.to_owned(), true)]
+        [(input.to_owned(), true, false)]
     );
 
     // A field the API does not know is refused by name, and nothing changes.
@@ -246,4 +255,55 @@ async fn the_guard_and_the_router_answer_what_they_refuse_as_the_api_does() {
     }
     let r = app.call("GET", "/", "").await;
     assert!(r.headers().contains_key("content-security-policy"));
+}
+
+/// Claude Code's `http` hook sends its token to whoever holds the port: that token tells
+/// of a conversation's events (checked against the transcript by the backend) and does
+/// nothing else.
+#[tokio::test]
+async fn the_hook_token_only_tells_of_events_and_they_are_checked() {
+    let app = app().await;
+    let hook = [("authorization", format!("Bearer {HOOK_TOKEN}"))];
+    let hook: Vec<(&str, &str)> = hook.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    for (method, path, body) in [
+        ("GET", "/api/v1/hooks", ""),
+        ("GET", "/api/v1/runs", ""),
+        (
+            "POST",
+            "/api/v1/hooks/post-task/run",
+            r#"{"sessionId":"s1","force":true}"#,
+        ),
+        ("PATCH", "/api/v1/hooks/post-task", r#"{"delaySeconds":0}"#),
+        ("PUT", "/api/v1/pause", "{}"),
+        ("GET", "/", ""),
+    ] {
+        let r = app.send(method, path, body, &hook).await;
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{method} {path}");
+    }
+    // The API's own event form names any folder: not with the hook token.
+    let r = app
+        .send(
+            "POST",
+            "/api/v1/events",
+            r#"{"sessionId":"s1","cwd":"/x"}"#,
+            &hook,
+        )
+        .await;
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(app.backend.inputs.lock().unwrap().is_empty());
+    // A hook input goes to the backend, marked to be checked against its transcript.
+    let input = r#"{"hook_event_name":"Stop","session_id":"s1","transcript_path":"/t/s1.jsonl"}"#;
+    let r = app.send("POST", "/api/v1/events", input, &hook).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = app.call("POST", "/api/v1/events", input).await;
+    assert_eq!(r.status(), StatusCode::OK);
+    let checked: Vec<bool> = app
+        .backend
+        .inputs
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, _, c)| *c)
+        .collect();
+    assert_eq!(checked, [true, false], "checked with the hook token only");
 }

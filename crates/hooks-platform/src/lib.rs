@@ -17,6 +17,7 @@ compile_error!(
 
 pub mod account;
 pub mod files;
+pub mod net;
 pub mod process;
 pub mod sync;
 pub mod watch;

@@ -151,6 +151,40 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 "start `hooks-app serve --http ADDR` at that address, or `hooks-app install --transport http --http-url URL` for the one it serves (or `--transport command`)".into()
             }),
         });
+        // Claude Code sends the hook token and every event to whatever holds the port.
+        let me = hooks_platform::account::uid();
+        let foreign: Vec<String> = http_hooks
+            .iter()
+            .filter_map(|(_, u)| {
+                let addr: std::net::SocketAddr = u
+                    .trim_start_matches("http://")
+                    .split('/')
+                    .next()?
+                    .parse()
+                    .ok()?;
+                let uid = hooks_platform::net::listener_uid(addr)?;
+                (uid != me).then(|| {
+                    format!(
+                        "{addr} is held by a process of user {}",
+                        hooks_platform::account::name_of(uid)
+                    )
+                })
+            })
+            .collect();
+        if !foreign.is_empty() {
+            checks.push(Check {
+                name: "http hook port",
+                ok: false,
+                detail: format!(
+                    "{}: Claude Code would send it your conversations' events and the hook token",
+                    foreign.join("; ")
+                ),
+                fix: Some(
+                    "hooks-app install --transport command (or serve --http on a port of yours and install --http-url it)"
+                        .into(),
+                ),
+            });
+        }
     }
 
     // Probe without changing anything: in the folder if it exists, else in the nearest

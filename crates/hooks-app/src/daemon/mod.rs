@@ -123,9 +123,14 @@ pub fn serve(ctx: &Context, a: &ServeOptions) -> AppResult<ExitCode> {
             svc: svc.clone(),
             store: store.clone(),
         };
+        let hook_token = match &token {
+            Some(_) => Some(hooks_http::hook_token(&ctx.data_dir).map_err(AppError::runtime)?),
+            None => None,
+        };
         let config = hooks_http::HttpConfig {
             addr: at,
             token,
+            hook_token,
             data_dir: ctx.data_dir.clone(),
             metrics: metrics.clone(),
         };

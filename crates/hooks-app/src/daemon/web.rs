@@ -12,6 +12,9 @@ use crate::compose::{Store, StoreChoice};
 use crate::options::HookTrigger;
 use crate::{AppError, Context};
 
+/// How long an event that came with the hook token waits for its transcript to show it.
+const TRANSCRIPT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Binds the address (so a bad one fails before anything starts) and says where it is.
 pub async fn bind(o: &HttpOptions, data_dir: &Path) -> Result<tokio::net::TcpListener, AppError> {
     tokio::net::TcpListener::bind(o.addr).await.map_err(|e| {
@@ -78,9 +81,20 @@ impl hooks_http::Backend for Web {
         &self,
         body: &[u8],
         on_session_end: bool,
+        checked: bool,
     ) -> Result<Vec<NotifyReport>, ApiError> {
         let on = on_session_end.then_some(HookTrigger::SessionEnd);
-        match crate::claude_hook::plan(&self.ctx, body, on, "body").map_err(api_error)? {
+        if checked {
+            // Claude Code may post before its transcript is written: give it a moment
+            // (a true event catches up in milliseconds; a false one only costs its sender).
+            let until = std::time::Instant::now() + TRANSCRIPT_WAIT;
+            while !crate::claude_hook::transcript_caught_up(body)
+                && std::time::Instant::now() < until
+            {
+                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            }
+        }
+        match crate::claude_hook::plan(&self.ctx, body, on, "body", checked).map_err(api_error)? {
             None => Ok(Vec::new()),
             Some(p) => Ok(crate::claude_hook::carry_out(&self.svc, &p).await?.0),
         }

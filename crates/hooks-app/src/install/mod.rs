@@ -90,7 +90,7 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
             Some(base) => http_handler(
                 base,
                 on_end,
-                hooks_http::TOKEN_ENV,
+                hooks_http::HOOK_TOKEN_ENV,
                 crate::compose::FOLLOW_UP_ENV,
             ),
             None => command_handler(command_for(
@@ -157,12 +157,17 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
         record.set(&path, Some(created))?;
     }
     if http_base.is_some() && !a.dry_run {
+        // The hook token, not the API's: Claude Code sends it to whatever holds the port.
+        hooks_http::hook_token(&ctx.data_dir).map_err(AppError::runtime)?;
         println!(
-            "the http hook sends the token from ${0}: put `export {0}=$(cat {1})` where Claude Code's \
-             environment comes from. An http hook loses the event when no daemon listens (Claude \
-             Code only reports the error), so keep a daemon running (`hooks-app serve --http …`)",
-            hooks_http::TOKEN_ENV,
-            ctx.data_dir.join(hooks_http::TOKEN_FILE).display()
+            "the http hook sends the hook token from ${0}: put `export {0}=$(cat {1})` where Claude Code's \
+             environment comes from. It can only tell hooks-app that a conversation of yours ended \
+             (checked against its transcript), never run or read anything, since whoever holds the \
+             port while no daemon listens is sent it (`doctor` says when another user holds it). \
+             An http hook loses the event when no daemon listens (Claude Code only reports the \
+             error), so keep a daemon running (`hooks-app serve --http …`)",
+            hooks_http::HOOK_TOKEN_ENV,
+            ctx.data_dir.join(hooks_http::HOOK_TOKEN_FILE).display()
         );
     }
     if a.scope == Scope::Project && !a.dry_run {

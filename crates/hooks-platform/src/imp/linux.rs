@@ -189,3 +189,33 @@ mod tests {
         assert!((now - 3600..=now + 1).contains(&at), "{at} vs {now}");
     }
 }
+
+/// The user owning the TCP socket listening on `port` of an address like `ip` (the
+/// address itself or the wildcard), from `/proc/net/tcp` and `/proc/net/tcp6`.
+pub fn listener_uid(ip: std::net::IpAddr, port: u16) -> Option<u32> {
+    let files: &[&str] = match ip {
+        std::net::IpAddr::V4(_) => &["/proc/net/tcp", "/proc/net/tcp6"],
+        std::net::IpAddr::V6(_) => &["/proc/net/tcp6"],
+    };
+    files.iter().find_map(|f| {
+        let text = std::fs::read_to_string(f).ok()?;
+        text.lines().skip(1).find_map(|line| {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:tm retrnsmt uid …; LISTEN is 0A.
+            let (local, state, uid) = (cols.get(1)?, cols.get(3)?, cols.get(7)?);
+            let (addr, p) = local.split_once(':')?;
+            let listening = *state == "0A" && u16::from_str_radix(p, 16).ok()? == port;
+            let any = addr.bytes().all(|b| b == b'0');
+            let same = match ip {
+                std::net::IpAddr::V4(v4) => {
+                    addr.len() == 8
+                        && u32::from_str_radix(addr, 16).ok()?.to_ne_bytes() == v4.octets()
+                        || addr.len() == 32
+                            && addr.ends_with(&format!("{:08X}", u32::from_ne_bytes(v4.octets())))
+                }
+                std::net::IpAddr::V6(_) => false,
+            };
+            (listening && (any || same)).then(|| uid.parse().ok())?
+        })
+    })
+}

@@ -124,3 +124,18 @@ pub fn watch(
 
 /// Extra `mmap` flags: none beyond the mapping itself.
 pub const MMAP_FLAGS: libc::c_int = 0;
+
+/// The user owning the TCP socket listening on `port` of `ip`, as `lsof` tells it (macOS
+/// has it; where it is missing, `None`).
+pub fn listener_uid(ip: std::net::IpAddr, port: u16) -> Option<u32> {
+    let out = std::process::Command::new("lsof")
+        .args(["-nP", "-sTCP:LISTEN", "-Fu"])
+        .arg(format!("-iTCP@{ip}:{port}"))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix('u')?.parse().ok())
+}

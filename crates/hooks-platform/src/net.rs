@@ -1,0 +1,25 @@
+//! Who holds a port: the user whose process listens on a TCP address of this host.
+
+use std::net::SocketAddr;
+
+/// The user id owning the socket that listens on `addr` (or on the wildcard address at its
+/// port), if one listens and this platform can tell.
+pub fn listener_uid(addr: SocketAddr) -> Option<u32> {
+    crate::imp::listener_uid(addr.ip(), addr.port())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_port_this_process_listens_on_is_its_users() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        if let Some(uid) = super::listener_uid(addr) {
+            assert_eq!(uid, crate::account::uid());
+        } else {
+            assert_eq!(crate::IMPLEMENTATION, "portable", "Linux always tells");
+        }
+        drop(l);
+        assert_eq!(super::listener_uid(addr), None, "nobody listens now");
+    }
+}
