@@ -1330,3 +1330,73 @@ fn the_http_hooks_token_grants_another_user_nothing_but_true_events() {
     assert_eq!(pending[0]["sessionId"], "s-real");
     d.stop();
 }
+
+/// Runs `code` in python3 as another local user (`nobody`) when this test runs as root;
+/// returns what it printed. `None` when not root.
+fn as_another_user(code: &str) -> Option<String> {
+    use std::os::unix::process::CommandExt;
+    if hooks_platform::account::uid() != 0 {
+        eprintln!("not root: the attack from another local user is not run here (CI runs as root)");
+        return None;
+    }
+    let out = std::process::Command::new("python3")
+        .args(["-c", code])
+        .uid(65534)
+        .gid(65534)
+        .current_dir("/")
+        .output()
+        .expect("python3 as nobody");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Without a token (`--http-no-auth`), another local user can read but not start a
+/// follow-up or change anything: the connection's owner is told apart from the user.
+#[test]
+fn without_auth_another_local_user_can_start_nothing() {
+    let mut app = App::fake();
+    let runs = recording_claude(&mut app);
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let d = Served::start(&app, &["--http-no-auth"], &[]);
+    let t = app.transcript("s-other", &app.proj, 1000);
+    let post = |path: &str, body: &str| {
+        format!(
+            "import urllib.request,urllib.error\nr=urllib.request.Request('http://{addr}{path}',data={body:?}.encode(),headers={{'Content-Type':'application/json'}},method='POST')\ntry:\n print(urllib.request.urlopen(r,timeout=10).status)\nexcept urllib.error.HTTPError as e:\n print(e.code, e.read().decode())",
+            addr = d.addr
+        )
+    };
+    let event = serde_json::json!({"sessionId": "s-other", "cwd": app.proj, "transcriptPath": t})
+        .to_string();
+    let Some(said) = as_another_user(&post("/api/v1/events", &event)) else {
+        d.stop();
+        return;
+    };
+    if said.trim() == "200" {
+        panic!("another user queued a follow-up: {said}");
+    }
+    assert!(
+        said.starts_with("403") && said.contains("only your own processes"),
+        "{said}"
+    );
+    let said = as_another_user(&post(
+        "/api/v1/hooks/post-task/run",
+        r#"{"sessionId":"s-other","force":true}"#,
+    ))
+    .unwrap();
+    assert!(said.starts_with("403"), "{said}");
+    // Reading is what this mode allows.
+    let read = as_another_user(&format!(
+        "import urllib.request\nprint(urllib.request.urlopen('http://{}/api/v1/hooks',timeout=10).status)",
+        d.addr
+    ))
+    .unwrap();
+    assert_eq!(read.trim(), "200");
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+    app.ok(&["tick"]);
+    assert!(seen(&runs, "s-other").is_none(), "nothing ran");
+    // The user's own process still can.
+    let r = call(d.addr, "POST", "/api/v1/events", &[], Some(&event));
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(app.pending().len(), 1);
+    d.stop();
+}

@@ -135,6 +135,8 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
                 let svc = hyper::service::service_fn(
                     move |req: hyper::Request<hyper::body::Incoming>| {
                         let (state, app) = (state.clone(), app.clone());
+                        let mut req = req;
+                        req.extensions_mut().insert(Peer(peer));
                         async move {
                             let path = req.uri().path().to_owned();
                             let method = req.method().clone();
@@ -252,6 +254,23 @@ fn admit(state: &HttpState, req: &Request) -> Result<Option<Caller>, Response> {
         .response());
     }
     let changes = !matches!(*method, Method::GET | Method::HEAD);
+    // Without a token, nothing but the connection itself tells another local user from
+    // the user: a change must come from a process of the user's own (its socket's owner,
+    // as the platform tells it; where it cannot tell, no change is taken).
+    if changes && state.token.is_none() {
+        let peer = req.extensions().get::<Peer>().map(|p| p.0);
+        let own = peer
+            .and_then(|p| hooks_platform::net::peer_uid(p, state.addr))
+            .is_some_and(|uid| uid == hooks_platform::account::uid());
+        if !own {
+            return Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "Authorization",
+                "without a token (--http-no-auth) only your own processes may change anything; other users of this machine may only read",
+            )
+            .response());
+        }
+    }
     // Without a token, nothing tells a web page's request from the user's: a write must be
     // one no page can send without asking first (JSON), from this server's own origin.
     if changes && state.token.is_none() {
@@ -296,6 +315,10 @@ fn admit(state: &HttpState, req: &Request) -> Result<Option<Caller>, Response> {
     }
     Ok(Some(caller))
 }
+
+/// The client's address of the connection a request came on.
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub SocketAddr);
 
 /// An answer that let the caller in to nothing: no token, a wrong one, a foreign `Host` or
 /// `Origin`.

@@ -8,6 +8,13 @@ pub fn listener_uid(addr: SocketAddr) -> Option<u32> {
     crate::imp::listener_uid(addr.ip(), addr.port())
 }
 
+/// The user id owning the client end of a TCP connection on this host: `peer` is the
+/// client's address as the server sees it, `server` the server's own. `None` when this
+/// platform cannot tell (or the client is not on this host).
+pub fn peer_uid(peer: SocketAddr, server: SocketAddr) -> Option<u32> {
+    crate::imp::connection_uid(peer, server)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -19,7 +26,14 @@ mod tests {
         } else {
             assert_eq!(crate::IMPLEMENTATION, "portable", "Linux always tells");
         }
-        drop(l);
+        let client = std::net::TcpStream::connect(addr).unwrap();
+        let (_, peer) = l.accept().unwrap();
+        assert_eq!(peer, client.local_addr().unwrap());
+        match super::peer_uid(peer, addr) {
+            Some(uid) => assert_eq!(uid, crate::account::uid()),
+            None => assert_eq!(crate::IMPLEMENTATION, "portable", "Linux always tells"),
+        }
+        drop((client, l));
         assert_eq!(super::listener_uid(addr), None, "nobody listens now");
     }
 }

@@ -85,7 +85,9 @@ pub struct ServeArgs {
     /// (e.g. 127.0.0.1:8787; a token is required, see `hooks-app open`)
     #[arg(long, value_name = "ADDR")]
     pub http: Option<std::net::SocketAddr>,
-    /// With --http on a loopback address: no token (anyone on this machine can use it)
+    /// With --http on a loopback address: no token. Anyone on this machine can read the API
+    /// and the page; only your own processes can change anything or start a follow-up
+    /// (told by the connection's owner; where the system cannot tell, nothing changes)
     #[arg(long, requires = "http")]
     pub http_no_auth: bool,
     /// With --http: allow an address other than loopback (put TLS in front of it)

@@ -219,3 +219,28 @@ pub fn listener_uid(ip: std::net::IpAddr, port: u16) -> Option<u32> {
         })
     })
 }
+
+/// The user owning the TCP socket whose local end is `local` and remote end `remote`
+/// (a loopback client's socket, seen from the server), from `/proc/net/tcp{,6}`.
+pub fn connection_uid(local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<u32> {
+    let hex = |a: std::net::SocketAddr| -> Option<(String, String)> {
+        match a {
+            std::net::SocketAddr::V4(v4) => Some((
+                format!(
+                    "{:08X}:{:04X}",
+                    u32::from_ne_bytes(v4.ip().octets()),
+                    v4.port()
+                ),
+                "/proc/net/tcp".to_owned(),
+            )),
+            std::net::SocketAddr::V6(_) => None,
+        }
+    };
+    let (l, file) = hex(local)?;
+    let (r, _) = hex(remote)?;
+    let text = std::fs::read_to_string(file).ok()?;
+    text.lines().skip(1).find_map(|line| {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        (cols.get(1)? == &l && cols.get(2)? == &r).then(|| cols.get(7)?.parse().ok())?
+    })
+}

@@ -139,3 +139,26 @@ pub fn listener_uid(ip: std::net::IpAddr, port: u16) -> Option<u32> {
         .lines()
         .find_map(|l| l.strip_prefix('u')?.parse().ok())
 }
+
+/// The user owning the TCP socket whose local end is `local` and remote end `remote`, as
+/// `lsof` tells it (macOS has it; where it is missing, `None`).
+pub fn connection_uid(local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<u32> {
+    let out = std::process::Command::new("lsof")
+        .args(["-nP", "-Fu"])
+        .arg(format!("-iTCP@{}:{}", local.ip(), local.port()))
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let want = format!("n{local}->{remote}");
+    let mut uid = None;
+    for l in text.lines() {
+        if let Some(u) = l.strip_prefix('u') {
+            uid = u.parse().ok();
+        } else if l == want {
+            return uid;
+        }
+    }
+    None
+}
