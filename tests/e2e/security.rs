@@ -388,6 +388,54 @@ fn a_follow_up_runs_where_the_conversation_started_not_where_the_agent_cd_d() {
     );
 }
 
+/// An approval holds for the project that was approved: repository B whose prompt folder
+/// is a link to project A's (approved, with Bash) does not run A's prompt in B.
+#[test]
+fn an_approval_cannot_be_borrowed_through_a_linked_folder() {
+    let mut app = App::fake();
+    let runs = recording_claude(&mut app);
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    // No workspace prompt to fall back on: what runs in B can only come from B.
+    std::fs::remove_file(app.proj.join(".claude/agents/hooks/post-task.md")).unwrap();
+    let a = app.env.workdir("project-a");
+    std::fs::create_dir_all(a.join(".claude/agents/hooks")).unwrap();
+    std::fs::write(a.join(".claude/agents/hooks/post-task.md"), HOSTILE).unwrap();
+    app.ok(&["trust", a.to_str().unwrap()]);
+    let b = app.env.workdir("repo-b");
+    std::fs::create_dir_all(b.join(".claude/agents")).unwrap();
+    std::os::unix::fs::symlink(
+        a.join(".claude/agents/hooks"),
+        b.join(".claude/agents/hooks"),
+    )
+    .unwrap();
+    let follow_up = |session: &str, cwd: &Path| {
+        let t = app.transcript(session, cwd, 1000);
+        app.ok(&[
+            "notify",
+            "--session",
+            session,
+            "--cwd",
+            cwd.to_str().unwrap(),
+            "--transcript",
+            t.to_str().unwrap(),
+        ]);
+        app.ok(&["tick"]);
+    };
+    follow_up("s-b", &b);
+    assert!(seen(&runs, "s-b").is_none(), "A's prompt did not run in B");
+    let status = app.last_status("post-task");
+    assert!(status.contains("leads out of its project"), "{status}");
+    // Nor can B be approved through the link.
+    let o = app.run(&["trust", b.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("leads out of its project"));
+    // A itself still runs what was approved there.
+    follow_up("s-a", &a);
+    let (_, stdin) = seen(&runs, "s-a").expect("A's approved prompt runs in A");
+    assert!(stdin.contains("REPOSITORY PROMPT"), "{stdin}");
+}
+
 #[test]
 fn a_prompt_file_linked_out_of_its_folder_is_not_read() {
     let mut app = App::fake();

@@ -95,11 +95,18 @@ impl FilePrompts {
             .and_then(|n| n.to_str())
             .unwrap_or(file.as_str());
         let mut unapproved = None;
+        // A project prompt folder that leads into another project is used for nothing: the
+        // workspace's file runs, or the follow-up says why none could.
+        let mut led_out = None;
         if let Some(project) = self.project(session_cwd) {
-            let dir = crate::trust::prompt_dir(&project);
-            if let Some((real, bytes)) =
-                crate::trust::read_prompt_file(&dir, name, MAX_PROMPT_BYTES)
-                    .map_err(PromptError::Unreadable)?
+            let dir = crate::trust::project_prompt_dir(&project);
+            if let Err(why) = &dir {
+                led_out = Some(why.clone());
+            }
+            if let Ok(dir) = dir
+                && let Some((real, bytes)) =
+                    crate::trust::read_prompt_file(&dir, name, MAX_PROMPT_BYTES)
+                        .map_err(PromptError::Unreadable)?
             {
                 let trust = match &self.data_dir {
                     Some(d) => crate::trust::TrustList::load(d).map_err(PromptError::Unreadable)?,
@@ -116,12 +123,13 @@ impl FilePrompts {
             .map_err(PromptError::Unreadable)?
         {
             Some((real, bytes)) => parse(&real, &bytes).map(|p| (p, Origin::Workspace(real))),
-            None => Err(match unapproved {
-                Some((real, project)) => PromptError::Unapproved {
+            None => Err(match (led_out, unapproved) {
+                (Some(why), _) => PromptError::Unreadable(why),
+                (None, Some((real, project))) => PromptError::Unapproved {
                     file: real.display().to_string(),
                     project: hooks_platform::shell_quote(&project.to_string_lossy()),
                 },
-                None => PromptError::NotFound {
+                (None, None) => PromptError::NotFound {
                     file: file.to_string(),
                     looked_in: self
                         .candidates(file, session_cwd)

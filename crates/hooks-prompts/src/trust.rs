@@ -86,6 +86,23 @@ pub fn prompt_dir(project: &Path) -> PathBuf {
     std::fs::canonicalize(&dir).unwrap_or(dir)
 }
 
+/// The prompt folder of a project whose files need approval, as its canonical path, when
+/// it lies inside the project: an approval holds for the project that was approved and its
+/// own files, so a folder (or `.claude`) that is a link into another project, whose files
+/// the user approved there, is refused with an error that says where it leads.
+pub fn project_prompt_dir(project: &Path) -> Result<PathBuf, String> {
+    let dir = prompt_dir(project);
+    let home = std::fs::canonicalize(project).unwrap_or_else(|_| project.to_owned());
+    if dir.exists() && !dir.starts_with(&home) {
+        return Err(format!(
+            "{} leads out of its project (to {}): an approval holds for a project's own files, so none of these is used",
+            project.join(hooks_core::PROMPT_DIR).display(),
+            dir.display()
+        ));
+    }
+    Ok(dir)
+}
+
 /// A prompt file's bytes, read without following a link out of its folder: a link to
 /// another file of the same folder is followed, any other link, a FIFO or a device is an
 /// error that says so. `Ok(None)` when there is no such file. Returns the canonical path.

@@ -58,6 +58,7 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
         );
         return Ok(());
     }
+    let dir = project_prompt_dir(&project).map_err(AppError::invalid)?;
     let names = project_prompt_names(&project);
     if names.is_empty() {
         return Err(AppError::invalid(format!(
