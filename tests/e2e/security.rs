@@ -1448,3 +1448,38 @@ fn without_auth_another_local_user_can_start_nothing() {
     assert_eq!(app.pending().len(), 1);
     d.stop();
 }
+
+/// A data folder another local user made beforehand (or a file they put in it) is never
+/// used: `init` refuses, naming the owner, and writes no token there; `doctor` says so.
+#[test]
+fn a_data_folder_another_user_owns_is_refused() {
+    if hooks_platform::account::uid() != 0 {
+        eprintln!("not root: a folder of another user cannot be made here (CI runs as root)");
+        return;
+    }
+    let app = App::fake();
+    let dir = app.data_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::os::unix::fs::chown(&dir, Some(65534), Some(65534)).unwrap();
+    let o = app.run(&["init"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("belongs to user nobody"), "{err}");
+    assert!(!dir.join("http.token").exists() && !dir.join("hooks.json").exists());
+    let doctor = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
+    assert!(
+        doctor.contains("FAIL data folder") && doctor.contains("belongs to user nobody"),
+        "{doctor}"
+    );
+    // The folder is the user's, but a file in it was put there by another.
+    std::os::unix::fs::chown(&dir, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    app.ok(&["init"]);
+    let planted = dir.join("trust.json");
+    std::fs::write(&planted, r#"{"files":{}}"#).unwrap();
+    std::os::unix::fs::chown(&planted, Some(65534), Some(65534)).unwrap();
+    let o = app.run(&["status"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("trust.json belongs to user nobody"));
+}

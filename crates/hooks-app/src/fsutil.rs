@@ -51,6 +51,44 @@ pub fn tighten_data_dir(data_dir: &Path) -> Vec<String> {
         .collect()
 }
 
+/// What of the data folder belongs to another user, said as a refusal: the folder itself,
+/// one of its private folders, or a file directly in it. Tokens, logins and the queue are
+/// kept only where no one else can have placed or read them. `None` when all is the
+/// user's own (or the folder does not exist yet). `quick`: the folder alone (one `stat`,
+/// for the Claude Code hook's path).
+pub fn foreign_owner(data_dir: &Path, quick: bool) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = hooks_platform::account::uid();
+    let theirs = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .ok()
+            .filter(|m| m.uid() != me)
+            .map(|m| {
+                format!(
+                    "{} belongs to user {}, not to you: hooks-app keeps its tokens, logins and queue only in a folder of your own; remove it, or pass --data-dir",
+                    p.display(),
+                    hooks_platform::account::name_of(m.uid())
+                )
+            })
+    };
+    if let Some(why) = theirs(data_dir) {
+        return Some(why);
+    }
+    if quick {
+        return None;
+    }
+    PRIVATE_DIRS
+        .iter()
+        .filter(|d| !d.is_empty())
+        .find_map(|d| theirs(&data_dir.join(d)))
+        .or_else(|| {
+            std::fs::read_dir(data_dir)
+                .ok()?
+                .flatten()
+                .find_map(|e| theirs(&e.path()))
+        })
+}
+
 /// Opens (creating, 0600) a file that is only ever locked, never written.
 pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;

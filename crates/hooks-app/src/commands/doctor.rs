@@ -29,7 +29,16 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     let mut checks = Vec::new();
     let data = ctx.data_dir.display().to_string();
     let loose = crate::fsutil::loose_dirs(&ctx.data_dir);
-    if ctx.data_dir.is_dir() {
+    if let Some(why) = crate::fsutil::foreign_owner(&ctx.data_dir, false) {
+        checks.push(Check {
+            name: "data folder",
+            ok: false,
+            detail: why,
+            fix: Some(format!(
+                "remove {data} (it is not yours) and run hooks-app init, or pass --data-dir"
+            )),
+        });
+    } else if ctx.data_dir.is_dir() {
         checks.push(if loose.is_empty() {
             Check {
                 name: "data folder",

@@ -61,6 +61,16 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         }
         Err(e) => return Err(e),
     };
+    // A data folder someone else owns (made beforehand by another user) is never used:
+    // doctor says so, every other command refuses.
+    if !matches!(cli.command, Command::Doctor(_))
+        && let Some(why) = crate::fsutil::foreign_owner(
+            &ctx.data_dir,
+            matches!(cli.command, Command::ClaudeHook(_)),
+        )
+    {
+        return Err(AppError::runtime(why));
+    }
     // Commands that only read never create a store: a mistyped --data-dir is an error,
     // not a fresh store seeded with post-task.
     let reads_only = matches!(
