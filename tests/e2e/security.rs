@@ -1483,3 +1483,94 @@ fn a_data_folder_another_user_owns_is_refused() {
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert!(String::from_utf8_lossy(&o.stderr).contains("trust.json belongs to user nobody"));
 }
+
+/// Every file hooks-app opens in its data folder is opened the safe way: a FIFO put in
+/// place of one (by another user of a folder once loose, or by mistake) hangs nothing; the
+/// command returns, saying which file is not a regular one.
+#[test]
+fn fifos_in_the_data_folder_hang_no_command() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--idle-exit", "2"]);
+    let t = app.transcript("s-f", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "s-f",
+        "--transcript",
+        t.to_str().unwrap(),
+        "--cwd",
+        app.proj.to_str().unwrap(),
+    ]);
+    // A new conversation each time (so something is queued, and a daemon looked for),
+    // but s-f itself where its own file is the FIFO.
+    let fresh = std::cell::Cell::new(0);
+    let stop = |name: &str| {
+        fresh.set(fresh.get() + 1);
+        let sid = if name.starts_with("sessions/") {
+            "s-f".to_owned()
+        } else {
+            format!("s-new-{}", fresh.get())
+        };
+        serde_json::json!({"hook_event_name": "Stop", "session_id": sid,
+            "cwd": app.proj, "transcript_path": t, "last_assistant_message": "done\nDONE"})
+        .to_string()
+    };
+    let session_file = app.data_dir().join("sessions/s-f.json");
+    assert!(
+        session_file.exists(),
+        "the session's file is where this test expects it"
+    );
+    let notify: Vec<String> = ["notify", "--session", "s-f"].map(str::to_owned).to_vec();
+    let runs = vec!["runs".to_owned()];
+    let status = vec!["status".to_owned()];
+    let session = vec!["session".to_owned(), "s-f".to_owned()];
+    let hook = vec!["claude-hook".to_owned()];
+    let cases: Vec<(&str, Vec<Vec<String>>)> = vec![
+        ("daemon.json", vec![hook.clone(), status.clone()]),
+        ("prices.json", vec![status.clone(), session.clone()]),
+        (
+            "sessions/s-f.json",
+            vec![session.clone(), notify.clone(), hook.clone()],
+        ),
+        (
+            "runs.jsonl",
+            vec![runs.clone(), status.clone(), session.clone()],
+        ),
+        ("alerts.json", vec![status.clone()]),
+        ("installed.json", vec![status.clone()]),
+    ];
+    for (name, commands) in cases {
+        let path = app.data_dir().join(name);
+        let saved = std::fs::read(&path).ok();
+        let _ = std::fs::remove_file(&path);
+        mkfifo(&path);
+        for args in commands {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut child = app
+                .cmd(&args)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            {
+                use std::io::Write;
+                let mut stdin = child.stdin.take().unwrap();
+                if args[0] == "claude-hook" {
+                    stdin.write_all(stop(name).as_bytes()).unwrap();
+                }
+            }
+            let returned = wait_until(10, || child.try_wait().unwrap().is_some());
+            if !returned {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            assert!(returned, "`{}` hung on {name} as a FIFO", args.join(" "));
+        }
+        std::fs::remove_file(&path).unwrap();
+        if let Some(bytes) = saved {
+            std::fs::write(&path, bytes).unwrap();
+        }
+    }
+}

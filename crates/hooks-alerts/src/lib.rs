@@ -38,7 +38,10 @@ impl Alerts {
     /// by `alerts show`, logged by the daemon).
     pub fn read(data_dir: &Path) -> Result<Option<Self>, String> {
         let path = data_dir.join(ALERTS_FILE);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match hooks_platform::read_regular(
+            &path,
+            hooks_platform::ReadLimit::bytes(1024 * 1024),
+        ) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("{}: {e}", path.display())),

@@ -92,12 +92,14 @@ pub fn foreign_owner(data_dir: &Path, quick: bool) -> Option<String> {
 /// Opens (creating, 0600) a file that is only ever locked, never written.
 pub fn open_lock(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(path)
+    hooks_platform::files::open_regular_with(
+        path,
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600),
+    )
 }
 
 pub fn home() -> AppResult<PathBuf> {

@@ -108,7 +108,9 @@ pub fn parse(path: &Path, text: &str) -> AppResult<PriceTable> {
 /// when there is one.
 pub fn load(dir: &Path) -> AppResult<PriceTable> {
     let path = dir.join(PRICES_FILE);
-    match std::fs::read_to_string(&path) {
+    match hooks_platform::read_regular(&path, hooks_platform::ReadLimit::bytes(4 * 1024 * 1024))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    {
         Ok(text) => parse(&path, &text),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(PriceTable::builtin()),
         Err(e) => Err(AppError::runtime(format!(

@@ -182,14 +182,15 @@ impl Created {
     /// The record in the app's data folder (none yet is an empty one).
     pub fn load(data_dir: &Path) -> Self {
         let file = data_dir.join("installed.json");
-        let all = std::fs::read(&file)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .and_then(|v| match v {
-                Value::Object(m) => Some(m),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let all =
+            hooks_platform::read_regular(&file, hooks_platform::ReadLimit::bytes(4 * 1024 * 1024))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+                .and_then(|v| match v {
+                    Value::Object(m) => Some(m),
+                    _ => None,
+                })
+                .unwrap_or_default();
         Self { file, all }
     }
     pub fn key(path: &Path) -> String {

@@ -65,7 +65,9 @@ pub fn hook_token(data_dir: &Path) -> Result<String, String> {
 
 fn token_in(data_dir: &Path, file: &str) -> Result<String, String> {
     let p = data_dir.join(file);
-    match std::fs::read_to_string(&p) {
+    match hooks_platform::read_regular(&p, hooks_platform::ReadLimit::bytes(4096))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    {
         Ok(t) if !t.trim().is_empty() => return Ok(t.trim().to_owned()),
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -109,7 +111,9 @@ pub fn use_login(dir: &Path, t: &str) -> bool {
         return false;
     }
     let p = dir.join(token_hash(t));
-    let Ok(text) = std::fs::read_to_string(&p) else {
+    let Ok(text) = hooks_platform::read_regular(&p, hooks_platform::ReadLimit::bytes(4096))
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+    else {
         return false;
     };
     // Whoever removes it used it: two requests with one token, one login.

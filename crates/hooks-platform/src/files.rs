@@ -69,6 +69,30 @@ pub fn open_regular(path: &Path, no_follow: bool) -> io::Result<File> {
     ))
 }
 
+/// Opens `path` the way a writer of the app's own files does (`options` says how: append,
+/// create, its mode), without blocking on a FIFO and without following a final symbolic
+/// link, and returns it only when it is a regular file.
+pub fn open_regular_with(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
+    let file = options
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => io::Error::new(io::ErrorKind::InvalidInput, "is a symbolic link"),
+            // A FIFO opened for writing with no reader.
+            Some(libc::ENXIO) => {
+                io::Error::new(io::ErrorKind::InvalidInput, "is a FIFO, not a regular file")
+            }
+            _ => e,
+        })?;
+    if !file.metadata()?.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is not a regular file",
+        ));
+    }
+    Ok(file)
+}
+
 /// Reads the whole of `path` when it is a regular file of at most `limit.max_bytes`. A
 /// larger file is a `FileTooLarge` error naming the cap; nothing is read from it.
 pub fn read_regular(path: &Path, limit: ReadLimit) -> io::Result<Vec<u8>> {

@@ -28,12 +28,12 @@ pub fn create_private(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Opens (creating, 0600) a file to append to, never blocking on a FIFO put in its place.
 pub fn open_append_private(path: &Path) -> std::io::Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
+    hooks_platform::files::open_regular_with(
+        path,
+        OpenOptions::new().append(true).create(true).mode(0o600),
+    )
 }
 
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
@@ -52,13 +52,15 @@ pub struct DirLock(File);
 
 impl DirLock {
     pub fn acquire(path: &Path) -> std::io::Result<Self> {
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(path)?;
+        let f = hooks_platform::files::open_regular_with(
+            path,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600),
+        )?;
         f.lock()?;
         Ok(Self(f))
     }

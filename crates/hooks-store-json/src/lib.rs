@@ -751,11 +751,12 @@ impl HookStore for JsonStore {
 
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let path = self.runs_path();
-        let text = match fs::read_to_string(&path) {
-            Ok(t) => t,
+        let bytes = match fsutil::FileBytes::read(&path, u64::MAX) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&path, "read", &e)),
         };
+        let text = String::from_utf8_lossy(&bytes);
         let lines = text
             .lines()
             .filter_map(|l| serde_json::from_str::<RunDto>(l).ok())

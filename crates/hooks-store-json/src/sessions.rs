@@ -24,6 +24,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 const LOCK_FILE: &str = ".lock";
+/// The largest session file read: stamps of every hook and a lease fit many times over.
+const MAX_SESSION_BYTES: u64 = 1024 * 1024;
+
+/// A session file's bytes, when it is a regular file (never a FIFO, never waited on).
+fn read_session_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    hooks_platform::read_regular(path, hooks_platform::ReadLimit::bytes(MAX_SESSION_BYTES))
+}
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -202,21 +209,23 @@ impl SessionFiles {
             .create(&self.dir)
             .map_err(|e| io(&self.dir, "create", &e))?;
         let p = self.dir.join(LOCK_FILE);
-        let f = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .open(&p)
-            .map_err(|e| io(&p, "open", &e))?;
+        let f = hooks_platform::files::open_regular_with(
+            &p,
+            OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .mode(0o600),
+        )
+        .map_err(|e| io(&p, "open", &e))?;
         f.lock().map_err(|e| io(&p, "lock", &e))?;
         Ok(Lock(f))
     }
 
     fn read_dto(&self, session: &SessionId) -> Result<SessionDto, MetaError> {
         let path = self.path(session);
-        match fs::read(&path) {
+        match read_session_file(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
                 MetaError::Corrupt(format!(
                     "{}: not a valid session file at line {}, column {}: {e}",
@@ -372,7 +381,7 @@ impl SessionFiles {
     pub fn leases(&self) -> Result<Vec<(SessionId, RunLease)>, MetaError> {
         let mut out = Vec::new();
         for (id, e) in self.files()? {
-            let Ok(bytes) = fs::read(e.path()) else {
+            let Ok(bytes) = read_session_file(&e.path()) else {
                 continue;
             };
             if !bytes.windows(7).any(|w| w == b"\"lease\"") {
@@ -436,7 +445,8 @@ impl SessionFiles {
                 .and_then(|m| m.modified())
                 .is_ok_and(|m| m < cutoff);
             // A session with a lease is never pruned: its run is not accounted for yet.
-            let leased = fs::read(e.path()).is_ok_and(|b| b.windows(7).any(|w| w == b"\"lease\""));
+            let leased =
+                read_session_file(&e.path()).is_ok_and(|b| b.windows(7).any(|w| w == b"\"lease\""));
             if old && !keep.contains(&id) && !leased {
                 fs::remove_file(e.path()).map_err(|err| io(&e.path(), "remove", &err))?;
                 removed.push(id);

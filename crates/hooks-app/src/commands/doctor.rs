@@ -336,7 +336,11 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 .candidates(&h.prompt_file, None)
                 .into_iter()
                 .find(|p| p.is_file())
-                .and_then(|p| std::fs::read_to_string(p).ok())
+                .and_then(|p| {
+                    hooks_platform::read_regular(&p, hooks_platform::ReadLimit::bytes(1024 * 1024))
+                        .ok()
+                })
+                .and_then(|b| String::from_utf8(b).ok())
                 .and_then(|t| prompt::parse_prompt(&t).ok())
                 .and_then(|p| p.options.model);
             if let Some(m) = model.filter(|m| table.lookup(m).is_none()) {
@@ -389,7 +393,8 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 .into_iter()
                 .find(|p| p.is_file());
             let parsed = found.as_ref().map(|p| {
-                std::fs::read_to_string(p)
+                hooks_platform::read_regular(p, hooks_platform::ReadLimit::bytes(1024 * 1024))
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
                     .map_err(|e| e.to_string())
                     .and_then(|t| {
                         prompt::parse_prompt(&t)

@@ -229,7 +229,8 @@ fn store_max_bytes() -> AppResult<u64> {
 pub fn webhook_token(file: Option<&Path>) -> AppResult<Option<String>> {
     let token = match file {
         Some(f) => Some(
-            std::fs::read_to_string(f)
+            hooks_platform::read_regular(f, hooks_platform::ReadLimit::bytes(64 * 1024))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .map_err(|e| {
                     AppError::invalid(format!(
                         "runnerTokenFile: could not read {}: {e}",

@@ -21,7 +21,12 @@ impl StoreChoice {
         let rule = "must be json:DIR, a postgres:// URL, or @FILE holding one";
         let text = match arg.strip_prefix('@') {
             Some(file) => {
-                let text = std::fs::read_to_string(file).map_err(|e| {
+                let text = hooks_platform::read_regular(
+                    std::path::Path::new(file),
+                    hooks_platform::ReadLimit::bytes(64 * 1024),
+                )
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| {
                     AppError::invalid(format!("store: {rule}: could not read {file}: {e}"))
                 })?;
                 let line = text.trim().to_owned();

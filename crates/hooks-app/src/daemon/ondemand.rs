@@ -37,10 +37,13 @@ impl DaemonConfig {
     /// with this version, `none`: no process is started in the background for a user who
     /// did not ask for it.
     pub fn read(data_dir: &Path) -> Self {
-        let v: Value = std::fs::read(data_dir.join(CONFIG_FILE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or(Value::Null);
+        let v: Value = hooks_platform::read_regular(
+            &data_dir.join(CONFIG_FILE),
+            hooks_platform::ReadLimit::bytes(64 * 1024),
+        )
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or(Value::Null);
         let mode = match v["mode"].as_str() {
             Some("on-demand") => DaemonMode::OnDemand,
             Some("service") => DaemonMode::Service,
@@ -97,19 +100,11 @@ pub fn ensure_running(ctx: &Context, from_hook: bool) -> AppResult<bool> {
     };
     let log_path = ctx.data_dir.join(LOG_FILE);
     rotate(&log_path);
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(&log_path)
-        .map_err(|e| AppError::runtime(format!("could not open {}: {e}", log_path.display())))?;
-    if !log.metadata().is_ok_and(|m| m.is_file()) {
-        return Err(AppError::runtime(format!(
-            "{} is not a regular file",
-            log_path.display()
-        )));
-    }
+    let log = hooks_platform::files::open_regular_with(
+        &log_path,
+        OpenOptions::new().create(true).append(true).mode(0o600),
+    )
+    .map_err(|e| AppError::runtime(format!("could not open {}: {e}", log_path.display())))?;
     let exe = std::env::current_exe()
         .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
     let mut cmd = Command::new(exe);
@@ -245,9 +240,10 @@ pub fn running(data_dir: &Path) -> Vec<Value> {
         if path.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        let Some(v) = std::fs::read(&path)
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        let Some(v) =
+            hooks_platform::read_regular(&path, hooks_platform::ReadLimit::bytes(64 * 1024))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         else {
             continue;
         };
@@ -437,10 +433,7 @@ pub fn mark_running(dir: &Path) -> Option<DaemonMark> {
 
 /// Whether some daemon holds `serve.lock`.
 pub fn daemon_running(dir: &Path) -> bool {
-    let Ok(f) = std::fs::OpenOptions::new()
-        .read(true)
-        .open(dir.join("serve.lock"))
-    else {
+    let Ok(f) = hooks_platform::open_regular(&dir.join("serve.lock"), true) else {
         return false;
     };
     match f.try_lock() {

@@ -71,15 +71,18 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
         }
         DaemonMode::Service => {
             let text = ondemand::unit_text(ctx)?;
-            if std::fs::read_to_string(&unit).ok().as_deref() != Some(text.as_str()) {
+            let current =
+                hooks_platform::read_regular(&unit, hooks_platform::ReadLimit::bytes(1024 * 1024))
+                    .ok()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
+            if current.as_deref() != Some(text.as_str()) {
                 if let Some(dir) = unit.parent() {
                     std::fs::create_dir_all(dir).map_err(|e| {
                         AppError::runtime(format!("could not create {}: {e}", dir.display()))
                     })?;
                 }
-                std::fs::write(&unit, text).map_err(|e| {
-                    AppError::runtime(format!("could not write {}: {e}", unit.display()))
-                })?;
+                // Written whole by rename: a FIFO put in its place is replaced, never waited on.
+                crate::fsutil::write_private(&unit, &text)?;
             }
             println!(
                 "daemon: service, {}; turn it on with: {}",
