@@ -751,7 +751,7 @@ impl HookStore for JsonStore {
 
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let path = self.runs_path();
-        let bytes = match fsutil::FileBytes::read(&path, u64::MAX) {
+        let bytes = match fsutil::FileBytes::read(&path, u64::MAX / 2) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&path, "read", &e)),
