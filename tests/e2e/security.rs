@@ -1574,3 +1574,64 @@ fn fifos_in_the_data_folder_hang_no_command() {
         }
     }
 }
+
+/// Text from outside (a file's name, a folder, another program's message) reaches the
+/// terminal with its control characters escaped: a prompt file named with escapes cannot
+/// erase what `trust` says the other file widens, nor a run's error rewrite `runs`.
+#[test]
+fn terminal_escapes_from_outside_are_shown_escaped() {
+    let mut app = App::fake();
+    app.ok(&["init"]);
+    let repo = app.env.workdir("escapes-repo");
+    let prompts = repo.join(".claude/agents/hooks");
+    std::fs::create_dir_all(&prompts).unwrap();
+    std::fs::write(prompts.join("post-task.md"), HOSTILE).unwrap();
+    let sneaky = "z\u{1b}[2K\u{1b}[1A\u{1b}[8m.md";
+    std::fs::write(prompts.join(sneaky), "---\nname: z\n---\nhello\n").unwrap();
+    let out = app.run(&["trust", repo.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !out.stdout.contains(&0x1b),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("permission-mode bypassPermissions") && text.contains("\\u{1b}[2K"),
+        "{text}"
+    );
+    // A run whose claude said something with escapes in it.
+    let script = app.env.dir.path().join("escaping-claude");
+    write_script(
+        &script,
+        "#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"boom \\u001b[2J\\u001b[H all good\"}'\n",
+    );
+    app.claude = script;
+    app.post_task_at_once();
+    let t = app.transcript("s-esc", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "s-esc",
+        "--transcript",
+        t.to_str().unwrap(),
+        "--cwd",
+        app.proj.to_str().unwrap(),
+    ]);
+    app.ok(&["tick"]);
+    for args in [
+        &["runs"][..],
+        &["session", "s-esc"],
+        &["history", "post-task"],
+        &["status"],
+    ] {
+        let o = app.run(args);
+        assert!(
+            !o.stdout.contains(&0x1b),
+            "{args:?}: {:?}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+    let runs = app.ok(&["runs"]);
+    assert!(runs.contains("\\u{1b}[2J"), "{runs}");
+}

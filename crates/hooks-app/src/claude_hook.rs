@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, on: Option<HookTrigger>) -> ExitCode {
         Err(e) => {
             eprintln!(
                 "hooks-app claude-hook: {}",
-                e.message.lines().next().unwrap_or("failed")
+                crate::output::safe(e.message.lines().next().unwrap_or("failed"))
             );
             ExitCode::from(1)
         }
@@ -239,6 +239,9 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
 /// entry waits for the next one.
 fn start_daemon(ctx: &Context) {
     if let Err(e) = crate::daemon::ondemand::ensure_running(ctx, true) {
-        eprintln!("hooks-app claude-hook: queued, but {}", e.message);
+        eprintln!(
+            "hooks-app claude-hook: queued, but {}",
+            crate::output::safe(&e.message)
+        );
     }
 }

@@ -151,9 +151,12 @@ pub fn run() -> ExitCode {
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", e.message.lines().next().unwrap_or(""));
+            eprintln!(
+                "error: {}",
+                output::safe(e.message.lines().next().unwrap_or(""))
+            );
             for more in e.message.lines().skip(1) {
-                eprintln!("  {more}");
+                eprintln!("  {}", output::safe(more));
             }
             ExitCode::from(e.code)
         }

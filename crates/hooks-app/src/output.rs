@@ -1,7 +1,48 @@
-//! How commands print: tables and pretty JSON. The documents and the forms of money and
-//! time they print come from `hooks-shapes`. A leaf.
+//! How commands print: tables and pretty JSON, and every human-readable line through
+//! [`safe`], so that text from outside (a file's name, a folder, another program's
+//! message) cannot move the cursor, erase or hide what is printed. The documents and the
+//! forms of money and time they print come from `hooks-shapes`. A leaf.
+
+use std::borrow::Cow;
 
 use serde_json::Value;
+
+/// `text` with every control character but newline and tab escaped (`ESC` becomes
+/// `\u{1b}`), and the invisible characters that reorder a line (bidirectional overrides
+/// and isolates) too. JSON output needs none of this: serde escapes control characters.
+pub fn safe(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| {
+                if unsafe_char(c) {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}
+
+/// Prints one human-readable line (or several), made [`safe`].
+pub fn say_line(text: &str) {
+    println!("{}", safe(text));
+}
+
+/// `println!` for human-readable output: the text is made [`safe`](crate::output::safe).
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::output::say_line(&format!($($arg)*))
+    };
+}
 
 pub fn print_json(v: &Value) {
     println!(
@@ -27,10 +68,27 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
                 s.push_str(&format!("{c:<width$}  ", width = w[i]));
             }
         }
-        println!("{}", s.trim_end());
+        say_line(s.trim_end());
     };
     line(header.iter().map(|h| h.to_string()).collect());
     for r in rows {
         line(r.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::safe;
+
+    #[test]
+    fn control_characters_from_outside_are_shown_escaped() {
+        assert_eq!(safe("plain\ttext\n"), "plain\ttext\n");
+        let hostile = "z\u{1b}[2K\u{1b}[1A\u{1b}[8m.md\u{202e}gpj";
+        let shown = safe(hostile);
+        assert!(
+            !shown.chars().any(|c| c == '\u{1b}' || c == '\u{202e}'),
+            "{shown}"
+        );
+        assert_eq!(shown, "z\\u{1b}[2K\\u{1b}[1A\\u{1b}[8m.md\\u{202e}gpj");
     }
 }

@@ -188,11 +188,11 @@ pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
         ],
         &rows,
     );
-    println!();
+    crate::say!("");
     for (a, m) in table.aliases() {
-        println!("{a} → {m}");
+        crate::say!("{a} → {m}");
     }
-    println!(
+    crate::say!(
         "\nUS dollars per million tokens. Built-in table taken {}: {}. A model it lacks is \
          priced as the dearest of its family (opus, sonnet, haiku, fable, mythos) and says so; \
          add or change prices in {}.",

@@ -47,7 +47,7 @@ pub fn set(ctx: &Context, url: Option<&str>, on: Option<&str>, desktop_too: bool
         desktop: desktop_too,
     };
     save(&ctx.data_dir, &a).map_err(AppError::runtime)?;
-    println!(
+    crate::say!(
         "alerts on {} to {}{}",
         a.on.join(", "),
         a.url.as_deref().map_or("no URL".into(), redacted),
@@ -61,9 +61,9 @@ pub fn show(ctx: &Context, json_out: bool) -> AppResult {
     let a = Alerts::read(&ctx.data_dir).map_err(AppError::runtime)?;
     match (a, json_out) {
         (None, true) => print_json(&Value::Null),
-        (None, false) => println!("no alerts (hooks-app alerts set --url URL)"),
+        (None, false) => crate::say!("no alerts (hooks-app alerts set --url URL)"),
         (Some(a), true) => print_json(&a.json(true)),
-        (Some(a), false) => println!(
+        (Some(a), false) => crate::say!(
             "alerts on {} to {}{}",
             a.on.join(", "),
             a.url.as_deref().map_or("no URL".into(), redacted),
@@ -76,8 +76,8 @@ pub fn show(ctx: &Context, json_out: bool) -> AppResult {
 /// `alerts clear`.
 pub fn clear(ctx: &Context) -> AppResult {
     match std::fs::remove_file(ctx.data_dir.join(ALERTS_FILE)) {
-        Ok(()) => println!("alerts cleared"),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => println!("no alerts were set"),
+        Ok(()) => crate::say!("alerts cleared"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => crate::say!("no alerts were set"),
         Err(e) => {
             return Err(AppError::runtime(format!(
                 "could not clear the alerts: {e}"
@@ -101,19 +101,19 @@ pub fn test(ctx: &Context) -> AppResult {
     let mut failed = false;
     if let Some(url) = &a.url {
         match post(url, &body) {
-            Ok(code) => println!("delivered to {} ({code})", redacted(url)),
+            Ok(code) => crate::say!("delivered to {} ({code})", redacted(url)),
             Err(e) => {
                 failed = true;
-                println!("not delivered: {e}");
+                crate::say!("not delivered: {e}");
             }
         }
     }
     if a.desktop {
         match desktop("hooks-app", "a test alert (hooks-app alerts test)") {
-            Ok(()) => println!("shown on the desktop"),
+            Ok(()) => crate::say!("shown on the desktop"),
             Err(e) => {
                 failed = true;
-                println!("not shown on the desktop: {e}");
+                crate::say!("not shown on the desktop: {e}");
             }
         }
     }

@@ -35,9 +35,9 @@ pub fn budget(ctx: &Context, cmd: BudgetCmd) -> AppResult {
             let woken = block_on(svc.set_budget(Some(budget)))??;
             let (b, v) = block_on(svc.budget())??
                 .ok_or_else(|| AppError::runtime("the budget was not kept"))?;
-            println!("budget set: {}", hooks_shapes::text::budget_line(&b, &v));
+            crate::say!("budget set: {}", hooks_shapes::text::budget_line(&b, &v));
             if woken > 0 {
-                println!("{woken} follow-up(s) that waited for the budget are due again");
+                crate::say!("{woken} follow-up(s) that waited for the budget are due again");
             }
         }
         BudgetCmd::Show(j) => {
@@ -45,15 +45,17 @@ pub fn budget(ctx: &Context, cmd: BudgetCmd) -> AppResult {
             match (current, j.json) {
                 (Some((b, v)), true) => print_json(&hooks_shapes::json::budget(&b, &v)),
                 (None, true) => print_json(&Value::Null),
-                (Some((b, v)), false) => println!("{}", hooks_shapes::text::budget_line(&b, &v)),
-                (None, false) => println!("no daily budget (hooks-app budget set --daily-usd X)"),
+                (Some((b, v)), false) => crate::say!("{}", hooks_shapes::text::budget_line(&b, &v)),
+                (None, false) => {
+                    crate::say!("no daily budget (hooks-app budget set --daily-usd X)")
+                }
             }
         }
         BudgetCmd::Clear => {
             let woken = block_on(svc.set_budget(None))??;
-            println!("budget cleared");
+            crate::say!("budget cleared");
             if woken > 0 {
-                println!("{woken} follow-up(s) that waited for the budget are due again");
+                crate::say!("{woken} follow-up(s) that waited for the budget are due again");
             }
         }
     }

@@ -509,7 +509,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         ));
     } else {
         for c in &checks {
-            println!(
+            crate::say!(
                 "{} {:<18} {}",
                 match (c.ok, c.is_warning()) {
                     (true, false) => "ok  ",
@@ -520,10 +520,10 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 c.detail
             );
             if let Some(f) = &c.fix {
-                println!("     {:<18} fix: {f}", "");
+                crate::say!("     {:<18} fix: {f}", "");
             }
         }
-        println!(
+        crate::say!(
             "{}",
             if problems == 0 {
                 match checks.iter().filter(|c| c.is_warning()).count() {

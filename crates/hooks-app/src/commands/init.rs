@@ -11,14 +11,14 @@ pub fn init(ctx: &Context) -> AppResult {
     let store = ctx.open_store()?;
     block_on(store.snapshot())??;
     for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
-        println!("{said}");
+        crate::say!("{said}");
     }
     hooks_http::token(&ctx.data_dir).map_err(AppError::runtime)?;
     let removed = store.signals.housekeep()?;
     if removed > 0 {
-        println!("removed {removed} temp file(s) left by writers that died");
+        crate::say!("removed {removed} temp file(s) left by writers that died");
     }
-    println!(
+    crate::say!(
         "{} {}",
         if existed {
             "store already there:"
@@ -32,9 +32,10 @@ pub fn init(ctx: &Context) -> AppResult {
     let id = continue_after_limit_id();
     if existed && !block_on(svc.list_hooks())??.iter().any(|h| h.id == id) {
         let h = block_on(svc.create_hook(HookSpec::continue_after_limit()))??;
-        println!(
+        crate::say!(
             "added the {} hook (off: `hooks-app hooks enable {}`)",
-            h.id, h.id
+            h.id,
+            h.id
         );
     }
     let written = prompts::write_default_prompts(&ctx.workspace).map_err(|e| {
@@ -45,12 +46,12 @@ pub fn init(ctx: &Context) -> AppResult {
     })?;
     for (path, wrote) in written {
         if wrote {
-            println!("wrote the default prompt: {}", path.display());
+            crate::say!("wrote the default prompt: {}", path.display());
         } else {
-            println!("prompt already there: {}", path.display());
+            crate::say!("prompt already there: {}", path.display());
         }
     }
-    println!(
+    crate::say!(
         "next: `hooks-app install` to add the Claude Code hook (a daemon then starts when something is queued), and `hooks-app doctor`"
     );
     Ok(())

@@ -53,13 +53,13 @@ pub fn notify(
         for r in &reports {
             match &r.outcome {
                 NotifyOutcome::Queued { due_at } => {
-                    println!("{}: queued, due {}", r.hook_id, stamp::format(*due_at))
+                    crate::say!("{}: queued, due {}", r.hook_id, stamp::format(*due_at))
                 }
-                NotifyOutcome::Skipped(why) => println!("{}: skipped ({why})", r.hook_id),
+                NotifyOutcome::Skipped(why) => crate::say!("{}: skipped ({why})", r.hook_id),
             }
         }
         if reports.is_empty() {
-            println!("no hook listens to {event}");
+            crate::say!("no hook listens to {event}");
         }
     }
     Ok(())

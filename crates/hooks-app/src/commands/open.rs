@@ -50,7 +50,7 @@ pub fn open(ctx: &Context, no_browser: bool) -> AppResult {
         "{url}/login?token={}",
         hooks_http::one_time_login(&ctx.data_dir).map_err(AppError::runtime)?
     );
-    println!("{login}");
+    crate::say!("{login}");
     eprintln!(
         "(the link works once, within {} minutes)",
         hooks_http::LOGIN_TTL_SECS / 60

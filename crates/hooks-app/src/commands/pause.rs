@@ -25,11 +25,11 @@ pub fn pause(ctx: &Context, span: Option<&str>, json: bool) -> AppResult {
         print_json(&hooks_shapes::json::pause(Some(&p)));
     } else {
         match p.until {
-            Some(u) => println!(
+            Some(u) => crate::say!(
                 "paused until {}: nothing starts until then (`hooks-app unpause` ends it sooner)",
                 stamp::format(u)
             ),
-            None => println!("paused: nothing starts until `hooks-app unpause`"),
+            None => crate::say!("paused: nothing starts until `hooks-app unpause`"),
         }
     }
     Ok(())
@@ -42,9 +42,9 @@ pub fn unpause(ctx: &Context, json: bool) -> AppResult {
     if json {
         print_json(&json!({"paused": false, "woken": woken}));
     } else if was.is_none() {
-        println!("not paused");
+        crate::say!("not paused");
     } else {
-        println!(
+        crate::say!(
             "unpaused; {} woken",
             hooks_shapes::text::count(woken, "waiting follow-up", "waiting follow-ups")
         );

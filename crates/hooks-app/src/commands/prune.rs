@@ -18,7 +18,7 @@ pub fn prune(ctx: &Context, days: u64) -> AppResult {
     let before = compose::SystemClock.now() - time::Duration::days(days.min(1_000_000) as i64);
     let removed = block_on(store.sessions.prune(before, &keep))?
         .map_err(|e| AppError::runtime(e.to_string()))?;
-    println!(
+    crate::say!(
         "removed {} session{} not changed for {days} days",
         removed.len(),
         if removed.len() == 1 { "" } else { "s" }

@@ -17,7 +17,7 @@ pub fn session_cmd(ctx: &Context, session: &str, json: bool) -> AppResult {
         return Ok(());
     }
     for (label, text) in session_lines(&report) {
-        println!("{label:<16}{text}");
+        crate::say!("{label:<16}{text}");
     }
     Ok(())
 }

@@ -82,7 +82,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         print_json(&v);
         return Ok(());
     }
-    println!("data dir      {}", ctx.data_dir.display());
+    crate::say!("data dir      {}", ctx.data_dir.display());
     if !matches!(
         &ctx.store,
         crate::compose::StoreChoice::Json {
@@ -90,14 +90,14 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
             ..
         }
     ) {
-        println!(
+        crate::say!(
             "store         {} (this host: {})",
             ctx.store.describe(),
             ctx.host_id
         );
     }
     if let Some(url) = &http {
-        println!("http          {url} (`hooks-app open` for the page)");
+        crate::say!("http          {url} (`hooks-app open` for the page)");
     }
     let now = time::OffsetDateTime::now_utc();
     let described: Vec<String> = daemons
@@ -115,7 +115,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
             format!("pid {}, up {up}{log}", d["pid"])
         })
         .collect();
-    println!(
+    crate::say!(
         "daemon        {} ({})",
         match (running, described.is_empty()) {
             (true, false) => described.join("; "),
@@ -126,19 +126,19 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         },
         crate::daemon::ondemand::mode_name(mode)
     );
-    println!(
+    crate::say!(
         "hooks         {} ({} enabled)",
         snap.hooks.len(),
         v["enabledHooks"]
     );
-    println!(
+    crate::say!(
         "pending       {} ({due} due now, {claimed} claimed, {waiting} waiting{})",
         snap.pending.len(),
         next.map(|t| format!(", next at {}", stamp::format(t)))
             .unwrap_or_default()
     );
     if let Some(t) = first_give_up {
-        println!(
+        crate::say!(
             "              {} {} until {} closed (they run then; the first gives up at {})",
             close_waits.len(),
             if close_waits.len() == 1 {
@@ -155,22 +155,22 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         );
     }
     if let Some(p) = &paused {
-        println!(
+        crate::say!(
             "paused        {} (`hooks-app unpause` lets follow-ups start again)",
             p.reason().trim_start_matches("paused ")
         );
     }
     match &budget {
-        Some((b, bv)) => println!("budget        {}", hooks_shapes::text::budget_line(b, bv)),
-        None => println!("budget        none (hooks-app budget set --daily-usd X)"),
+        Some((b, bv)) => crate::say!("budget        {}", hooks_shapes::text::budget_line(b, bv)),
+        None => crate::say!("budget        none (hooks-app budget set --daily-usd X)"),
     }
-    println!(
+    crate::say!(
         "runs          {} ({unfinished} running or unaccounted for), cost {} in all",
         all_runs.len(),
         usd(cost)
     );
     for r in &runs {
-        println!(
+        crate::say!(
             "  {}  {}  {}  {}",
             stamp::format(r.started_at),
             r.hook_id,

@@ -23,7 +23,7 @@ fn migrate(ctx: &Context) -> AppResult {
             // The JSON file migrates itself: older fields are rewritten on the next write.
             let store = ctx.open_store()?;
             block_on(store.snapshot())??;
-            println!(
+            crate::say!(
                 "json:{}: the file's format is brought up to date as it is written; nothing to do",
                 dir.display()
             );
@@ -32,10 +32,10 @@ fn migrate(ctx: &Context) -> AppResult {
             let (applied, have) = ctx.migrate_store()?;
             let at = ctx.store.describe();
             if applied.is_empty() {
-                println!("{at}: the schema is up to date (version {have})");
+                crate::say!("{at}: the schema is up to date (version {have})");
             } else {
                 let list: Vec<String> = applied.iter().map(i32::to_string).collect();
-                println!(
+                crate::say!(
                     "{at}: applied migration{} {}; the schema is at version {have}",
                     if applied.len() == 1 { "" } else { "s" },
                     list.join(", ")
@@ -264,6 +264,6 @@ fn copy(ctx: &Context, from: &str, to: &str, merge: bool) -> AppResult {
             }
         ))
     })??;
-    println!("{report}");
+    crate::say!("{report}");
     Ok(())
 }

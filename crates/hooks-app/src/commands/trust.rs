@@ -13,7 +13,7 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
     let mut list = TrustList::load(&ctx.data_dir).map_err(AppError::runtime)?;
     if a.list {
         if list.files.is_empty() {
-            println!("no project prompt files are approved");
+            crate::say!("no project prompt files are approved");
         }
         for (path, approval) in &list.files {
             let state = match read_prompt_file(
@@ -29,7 +29,7 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
                 Ok(None) => "gone".to_owned(),
                 Err(e) => format!("unreadable: {e}"),
             };
-            println!("{path}  {state}  (approved {})", approval.approved_at);
+            crate::say!("{path}  {state}  (approved {})", approval.approved_at);
         }
         return Ok(());
     }
@@ -51,7 +51,7 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
             .retain(|p, _| Path::new(p).parent() != Some(dir.as_path()));
         let removed = before - list.files.len();
         list.save(&ctx.data_dir).map_err(AppError::runtime)?;
-        println!(
+        crate::say!(
             "revoked {removed} approval{} in {}",
             if removed == 1 { "" } else { "s" },
             dir.display()
@@ -100,7 +100,7 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
         if o.append_system_prompt.is_some() {
             widens.push("append-system-prompt".to_owned());
         }
-        println!(
+        crate::say!(
             "approved {}  sha256 {}{}",
             real.display(),
             &sha[..12],
@@ -119,6 +119,6 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
         );
     }
     list.save(&ctx.data_dir).map_err(AppError::runtime)?;
-    println!("a file changed from now on needs `hooks-app trust` again");
+    crate::say!("a file changed from now on needs `hooks-app trust` again");
     Ok(())
 }

@@ -159,7 +159,7 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
     if http_base.is_some() && !a.dry_run {
         // The hook token, not the API's: Claude Code sends it to whatever holds the port.
         hooks_http::hook_token(&ctx.data_dir).map_err(AppError::runtime)?;
-        println!(
+        crate::say!(
             "the http hook sends the hook token from ${0}: put `export {0}=$(cat {1})` where Claude Code's \
              environment comes from. It can only tell hooks-app that a conversation of yours ended \
              (checked against its transcript), never run or read anything, since whoever holds the \
@@ -171,7 +171,7 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
         );
     }
     if a.scope == Scope::Project && !a.dry_run {
-        println!(
+        crate::say!(
             "the command is portable: `hooks-app` from PATH, and a quiet no-op where it is not installed; \
              for this machine's path use --scope local"
         );
@@ -183,7 +183,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     let path = settings_path(ctx, a.scope);
     let s = load(&path)?;
     let Some(original) = s.text.clone() else {
-        println!(
+        crate::say!(
             "{}: nothing to change (uninstalled already)",
             path.display()
         );
@@ -244,7 +244,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     }
     let still = installed_in(ctx);
     if !still.is_empty() {
-        println!(
+        crate::say!(
             "the hook is still installed in {}: the daemon and the data folder stay",
             still
                 .iter()
@@ -273,7 +273,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
         .write(&ctx.data_dir)?;
     }
     for pid in crate::daemon::ondemand::stop_on_demand(&ctx.data_dir) {
-        println!("stopped the on-demand daemon (pid {pid})");
+        crate::say!("stopped the on-demand daemon (pid {pid})");
     }
     left_behind(ctx);
     Ok(())
@@ -282,19 +282,19 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
 /// Shows or writes the new text; `None` removes the file.
 fn apply(s: &Settings, after: Option<&str>, dry_run: bool, verb: &str) -> AppResult<bool> {
     if s.text.as_deref() == after {
-        println!("{}: nothing to change ({verb} already)", s.path.display());
+        crate::say!("{}: nothing to change ({verb} already)", s.path.display());
         return Ok(false);
     }
     if dry_run {
         match after {
             Some(t) => {
-                println!("would write {}:", s.path.display());
-                print!("{t}");
+                crate::say!("would write {}:", s.path.display());
+                print!("{}", crate::output::safe(t));
                 if !t.ends_with('\n') {
-                    println!();
+                    crate::say!("");
                 }
             }
-            None => println!("would remove {} (install created it)", s.path.display()),
+            None => crate::say!("would remove {} (install created it)", s.path.display()),
         }
         return Ok(false);
     }
@@ -304,6 +304,6 @@ fn apply(s: &Settings, after: Option<&str>, dry_run: bool, verb: &str) -> AppRes
             AppError::runtime(format!("could not remove {}: {e}", s.path.display()))
         })?,
     }
-    println!("{}: {verb}", s.path.display());
+    crate::say!("{}: {verb}", s.path.display());
     Ok(true)
 }

@@ -31,12 +31,12 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
     }
     let unit = ondemand::unit_path();
     if a.dry_run {
-        println!(
+        crate::say!(
             "would set the daemon mode to {}",
             ondemand::mode_name(a.daemon)
         );
         if a.daemon == DaemonMode::Service {
-            println!(
+            crate::say!(
                 "would write {}:\n{}",
                 unit.display(),
                 ondemand::unit_text(ctx)?
@@ -53,12 +53,12 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
         env.write(&ctx.data_dir)?;
     }
     if std::env::var_os("CLAUDECODE").is_some() {
-        println!(
+        crate::say!(
             "warning: install ran inside a Claude Code session, whose environment (a project's settings `env` among it) the daemon now gets; run `hooks-app install` again from your own shell"
         );
     }
     match a.daemon {
-        DaemonMode::OnDemand => println!(
+        DaemonMode::OnDemand => crate::say!(
             "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {}){}",
             a.idle_exit,
             ctx.data_dir.join(ondemand::LOG_FILE).display(),
@@ -67,7 +67,7 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
                 .unwrap_or_default()
         ),
         DaemonMode::None => {
-            println!("daemon: none (run `hooks-app serve`, or `hooks-app tick` from cron)");
+            crate::say!("daemon: none (run `hooks-app serve`, or `hooks-app tick` from cron)");
         }
         DaemonMode::Service => {
             let text = ondemand::unit_text(ctx)?;
@@ -84,7 +84,7 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
                 // Written whole by rename: a FIFO put in its place is replaced, never waited on.
                 crate::fsutil::write_private(&unit, &text)?;
             }
-            println!(
+            crate::say!(
                 "daemon: service, {}; turn it on with: {}",
                 unit.display(),
                 ondemand::enable_command(&unit)
@@ -99,7 +99,7 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
 pub fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
     let off = crate::daemon::ondemand::disable_command(unit);
     if dry_run {
-        println!("would run `{off}` and remove {}", unit.display());
+        crate::say!("would run `{off}` and remove {}", unit.display());
         return Ok(());
     }
     let mut words = off.split_whitespace();
@@ -110,23 +110,23 @@ pub fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
             .output()
     });
     match ran {
-        Some(Ok(o)) if o.status.success() => println!("turned the service off: {off}"),
-        Some(Ok(o)) => println!(
+        Some(Ok(o)) if o.status.success() => crate::say!("turned the service off: {off}"),
+        Some(Ok(o)) => crate::say!(
             "could not turn the service off ({}): run `{off}` yourself",
             String::from_utf8_lossy(&o.stderr).trim()
         ),
-        _ => println!("could not run `{off}`: run it yourself if the service runs"),
+        _ => crate::say!("could not run `{off}`: run it yourself if the service runs"),
     }
     std::fs::remove_file(unit)
         .map_err(|e| AppError::runtime(format!("could not remove {}: {e}", unit.display())))?;
-    println!("{}: removed", unit.display());
+    crate::say!("{}: removed", unit.display());
     Ok(())
 }
 
 /// Says what uninstall leaves, and how to remove it.
 pub fn left_behind(ctx: &Context) {
     if ctx.data_dir.is_dir() {
-        println!(
+        crate::say!(
             "left: the data folder {} (hooks, queue, run log); remove it with: rm -r {}",
             ctx.data_dir.display(),
             crate::fsutil::shell_quote(&ctx.data_dir.to_string_lossy())
@@ -141,7 +141,7 @@ pub fn left_behind(ctx: &Context) {
         .filter(|n| n.ends_with(".md"))
         .collect();
     if !files.is_empty() {
-        println!(
+        crate::say!(
             "left: the prompt files in {} ({}); they are yours to keep or delete",
             prompts.display(),
             files.join(", ")

@@ -118,7 +118,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                     ("firings kept", h.history.len().to_string()),
                 ];
                 for (k, v) in rows {
-                    println!("{k:<20}{v}");
+                    crate::say!("{k:<20}{v}");
                 }
             }
         }
@@ -147,7 +147,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             });
             warn_missing_prompt(ctx, &spec.prompt_file);
             let h = block_on(svc.create_hook(spec))??;
-            println!("{}", h.id);
+            crate::say!("{}", h.id);
         }
         HooksCmd::Update {
             id,
@@ -187,15 +187,15 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 warn_missing_prompt(ctx, p);
             }
             let h = block_on(svc.update_hook(&hook_id(&id)?, &patch))??;
-            println!("{}", h.id);
+            crate::say!("{}", h.id);
         }
         HooksCmd::Enable { id } => {
             block_on(svc.set_enabled(&hook_id(&id)?, true))??;
-            println!("{id} enabled");
+            crate::say!("{id} enabled");
         }
         HooksCmd::Disable { id } => {
             block_on(svc.set_enabled(&hook_id(&id)?, false))??;
-            println!("{id} disabled");
+            crate::say!("{id} disabled");
         }
         HooksCmd::Run {
             id,
@@ -206,7 +206,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
         } => run::run(ctx, &id, &session, force, no_wait, json.json)?,
         HooksCmd::Delete { id } => {
             let dropped = block_on(svc.delete_hook(&hook_id(&id)?))??;
-            println!(
+            crate::say!(
                 "{id} deleted ({dropped} queued entr{} dropped)",
                 if dropped == 1 { "y" } else { "ies" }
             );

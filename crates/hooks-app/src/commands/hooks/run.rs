@@ -35,7 +35,7 @@ pub fn run(
                     &json!({"hookId": hook.as_str(), "sessionId": sid.as_str(), "status": status.to_string()}),
                 );
             } else {
-                println!("{hook} on {sid}: {status} (--force runs it again)");
+                crate::say!("{hook} on {sid}: {status} (--force runs it again)");
             }
             return Ok(());
         }
@@ -64,7 +64,7 @@ pub fn run(
                 &json!({"hookId": hook.as_str(), "sessionId": sid.as_str(), "queued": queued, "unstamped": r.unstamped, "outcome": null}),
             );
         } else {
-            println!("{said}; {next}");
+            crate::say!("{said}; {next}");
         }
         return Ok(());
     }
@@ -91,7 +91,7 @@ pub fn run(
                     .cost_usd
                     .map(|c| format!(", cost {}", hooks_shapes::text::usd(c)))
                     .unwrap_or_default();
-                println!("{hook} on {sid}: {}{cost}", run.status_text());
+                crate::say!("{hook} on {sid}: {}{cost}", run.status_text());
             }
             return Ok(());
         }
@@ -108,7 +108,7 @@ pub fn run(
             if json {
                 print_json(&hooks_shapes::json::pending(p));
             } else {
-                println!("{hook} on {sid}: waits: {}", w.reason);
+                crate::say!("{hook} on {sid}: waits: {}", w.reason);
             }
             return Ok(());
         }
