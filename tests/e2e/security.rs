@@ -1635,3 +1635,75 @@ fn terminal_escapes_from_outside_are_shown_escaped() {
     let runs = app.ok(&["runs"]);
     assert!(runs.contains("\\u{1b}[2J"), "{runs}");
 }
+
+/// Any local user can open connections: 300 sockets reopened as soon as they are closed
+/// take the places of other anonymous connections, never the API's answers to its token
+/// holder.
+#[test]
+fn a_flood_of_connections_does_not_keep_the_token_holder_out() {
+    allow_own_files(4096);
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let addr = d.addr;
+    let (opened_tx, opened) = std::sync::mpsc::channel();
+    let flooder = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let open = || {
+                let s = std::net::TcpStream::connect(addr).ok()?;
+                s.set_nonblocking(true).ok()?;
+                Some(s)
+            };
+            let mut socks: Vec<Option<std::net::TcpStream>> = (0..300).map(|_| open()).collect();
+            let _ = opened_tx.send(());
+            let mut reopened = 0u64;
+            let mut buf = [0u8; 64];
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) && Instant::now() < deadline {
+                for s in socks.iter_mut() {
+                    let closed = match s {
+                        None => true,
+                        Some(c) => match c.read(&mut buf) {
+                            Ok(0) => true,
+                            Ok(_) => false,
+                            Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+                        },
+                    };
+                    if closed {
+                        *s = open();
+                        reopened += 1;
+                    }
+                }
+                // The flood's own pace: a sweep of its 300 sockets every 5 ms.
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            reopened
+        })
+    };
+    // The flood has opened more connections than the server has places.
+    opened.recv().unwrap();
+    let mut answered = 0;
+    let t = Instant::now();
+    for _ in 0..20 {
+        let r = call(
+            d.addr,
+            "GET",
+            "/api/v1/hooks",
+            &[("Authorization", &d.auth())],
+            None,
+        );
+        if r.status == 200 {
+            answered += 1;
+        }
+    }
+    let took = t.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let reopened = flooder.join().unwrap();
+    eprintln!("{answered} of 20 answered in {took:?} while the flood reopened {reopened} sockets");
+    assert_eq!(answered, 20, "the token holder is answered under the flood");
+    assert!(reopened > 0, "the server closed flood sockets to make room");
+    d.stop();
+}

@@ -98,11 +98,55 @@ pub fn app(state: Arc<HttpState>) -> axum::Router {
         .layer(middleware::from_fn(finish))
 }
 
-/// Serves connections until the process ends: at most [`MAX_CONNECTIONS`] at once, each
-/// cut off when its head is slow to arrive (also while idle between requests), its body
-/// slow (see [`state::read_body`]) or its answer not read.
+/// A connection being served: when it began, whether its caller has shown a credential,
+/// and how to end it.
+struct Live {
+    started: std::time::Instant,
+    trusted: Arc<std::sync::atomic::AtomicBool>,
+    /// It has sent a request (a silent one only holds a place).
+    spoke: Arc<std::sync::atomic::AtomicBool>,
+    task: tokio::task::AbortHandle,
+}
+
+/// Whether a connection's caller has shown a credential (set by the guard).
+#[derive(Clone)]
+pub(crate) struct Trust(Arc<std::sync::atomic::AtomicBool>);
+
+/// Makes room for one more connection: a finished one's, else the oldest silent one (it
+/// has sent no request, and its caller showed no credential) is ended. Any local user can
+/// open connections, so a flood of silent ones takes the places of other silent ones,
+/// never those of the user's own (a token, the page, the hook); an anonymous request that
+/// is refused ends its connection. `false` when no place can be made: the newcomer is
+/// closed at once, as before.
+fn make_room(live: &mut Vec<Live>) -> bool {
+    live.retain(|c| !c.task.is_finished());
+    if live.len() < MAX_CONNECTIONS {
+        return true;
+    }
+    let oldest = live
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| {
+            !c.trusted.load(std::sync::atomic::Ordering::SeqCst)
+                && !c.spoke.load(std::sync::atomic::Ordering::SeqCst)
+        })
+        .min_by_key(|(_, c)| c.started)
+        .map(|(i, _)| i);
+    match oldest {
+        Some(i) => {
+            live.swap_remove(i).task.abort();
+            true
+        }
+        None => false,
+    }
+}
+
+/// Serves connections until the process ends: at most [`MAX_CONNECTIONS`] at once (past
+/// that, the oldest anonymous one makes room: [`make_room`]), each cut off when its head
+/// is slow to arrive (also while idle between requests), its body slow (see
+/// [`state::read_body`]) or its answer not read.
 pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let mut live: Vec<Live> = Vec::new();
     let app = app(state.clone());
     tokio::spawn(async move {
         let mut backoff = Duration::from_millis(10);
@@ -121,14 +165,17 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
                     continue;
                 }
             };
-            let Ok(slot) = slots.clone().try_acquire_owned() else {
+            if !make_room(&mut live) {
                 // Closed at once: the client learns now, rather than waiting on a queue.
                 drop(tcp);
                 continue;
-            };
+            }
+            let trusted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let trust = Trust(trusted.clone());
+            let spoke = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let spoke_in = spoke.clone();
             let (state, app) = (state.clone(), app.clone());
-            tokio::spawn(async move {
-                let _slot = slot;
+            let task = tokio::spawn(async move {
                 let mut io = tokio_io_timeout::TimeoutStream::new(tcp);
                 io.set_write_timeout(Some(write_timeout()));
                 let io = hyper_util::rt::TokioIo::new(Box::pin(io));
@@ -136,15 +183,22 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
                     move |req: hyper::Request<hyper::body::Incoming>| {
                         let (state, app) = (state.clone(), app.clone());
                         let mut req = req;
+                        spoke_in.store(true, std::sync::atomic::Ordering::SeqCst);
                         req.extensions_mut().insert(Peer(peer));
+                        req.extensions_mut().insert(trust.clone());
                         async move {
                             let path = req.uri().path().to_owned();
                             let method = req.method().clone();
                             let started = std::time::Instant::now();
-                            let r = match app.oneshot(req.map(axum::body::Body::new)).await {
+                            let mut r = match app.oneshot(req.map(axum::body::Body::new)).await {
                                 Ok(r) => r,
                                 Err(never) => match never {},
                             };
+                            // A caller refused keeps no place: the connection ends here.
+                            if refused(r.status()) {
+                                r.headers_mut()
+                                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                            }
                             // Use keeps an on-demand daemon: a caller the server let in, not
                             // one it refused (any local user can knock), nor a health probe.
                             if !path.ends_with("/healthz") && !refused(r.status()) {
@@ -166,6 +220,12 @@ pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {
                     .max_buf_size(64 * 1024)
                     .serve_connection(io, svc);
                 let _ = conn.await;
+            });
+            live.push(Live {
+                started: std::time::Instant::now(),
+                trusted,
+                spoke,
+                task: task.abort_handle(),
             });
         }
     });
@@ -200,6 +260,13 @@ async fn guard(State(state): State<Arc<HttpState>>, mut req: Request, next: Next
         Err(r) => r,
         Ok(None) => next.run(req).await,
         Ok(Some(caller)) => {
+            // A connection that has shown a credential keeps its place in a flood (without a
+            // token every caller is let in, and none is known).
+            if state.token.is_some()
+                && let Some(Trust(t)) = req.extensions().get::<Trust>()
+            {
+                t.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
             req.extensions_mut().insert(caller);
             next.run(req).await
         }
