@@ -131,7 +131,7 @@ fn hooks_history_status_and_prune() {
     let status = app.json(&["status"]);
     assert_eq!(status["pending"].as_u64(), Some(0));
     assert!(
-        status["totalCostUsd"]
+        status["costUsd30d"]
             .as_f64()
             .is_some_and(|c| (c - 0.01).abs() < 1e-9),
         "{status}"

@@ -66,9 +66,14 @@ impl Service {
             .await
             .map_err(|e| failed(e.into()))?
             .pending;
+        // A prefix is looked for among the recent conversations (30 days of runs): the run
+        // log grows without end.
         let runs = self
             .store()
-            .runs(&RunFilter::default())
+            .runs(&RunFilter {
+                since: Some(self.now() - time::Duration::days(30)),
+                ..RunFilter::default()
+            })
             .await
             .map_err(|e| failed(e.into()))?;
         known.extend(

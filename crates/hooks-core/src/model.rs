@@ -1105,13 +1105,17 @@ pub fn fold_runs(lines: impl IntoIterator<Item = RunRecord>) -> Vec<RunRecord> {
     out
 }
 
-/// Which run-log lines to read.
+/// Which runs to read. A store reads only what the filter asks for: the run log grows
+/// without end, and a listing costs what it shows (the JSON store reads its log from the
+/// end and stops there).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunFilter {
     pub hook_id: Option<HookId>,
     pub session_id: Option<SessionId>,
-    /// The newest N matching lines.
+    /// The newest N matching runs.
     pub limit: Option<usize>,
+    /// Only runs started at or after this time.
+    pub since: Option<Timestamp>,
 }
 
 /// The most runs one listing may ask for.
@@ -1136,6 +1140,7 @@ impl RunFilter {
     pub fn matches(&self, r: &RunRecord) -> bool {
         self.hook_id.as_ref().is_none_or(|h| *h == r.hook_id)
             && self.session_id.as_ref().is_none_or(|s| *s == r.session_id)
+            && self.since.is_none_or(|t| r.started_at >= t)
     }
 }
 

@@ -729,7 +729,7 @@ impl Service {
             .runs(&RunFilter {
                 hook_id: Some(lease.hook_id.clone()),
                 session_id: Some(session.clone()),
-                limit: None,
+                ..RunFilter::default()
             })
             .await?;
         let logged = runs.iter().find(|r| {
@@ -1070,7 +1070,11 @@ impl Service {
         let spent_today = self
             .ports
             .store
-            .runs(&RunFilter::default())
+            // Today, in any zone, began less than two days ago.
+            .runs(&RunFilter {
+                since: Some(now - time::Duration::days(2)),
+                ..RunFilter::default()
+            })
             .await?
             .iter()
             .filter(|r| today.contains(r.started_at))
@@ -1297,8 +1301,8 @@ impl Service {
         };
         let filter = RunFilter {
             hook_id: Some(hook.id.clone()),
-            session_id: None,
             limit: Some(RECENT_RUNS),
+            ..RunFilter::default()
         };
         // The run log is for the record; an estimate without it uses the default output.
         let recent: Vec<u64> = match self.ports.store.runs(&filter).await {

@@ -12,7 +12,14 @@ use crate::state::{ApiError, HttpState};
 /// A value that changes whenever what the page shows changes.
 pub async fn version(s: &HttpState) -> Result<String, ApiError> {
     let snap = s.store.snapshot().await?;
-    let runs = s.store.runs(&RunFilter::default()).await?;
+    // The newest run stands for the log: a run that starts or ends changes it.
+    let runs = s
+        .store
+        .runs(&RunFilter {
+            limit: Some(1),
+            ..RunFilter::default()
+        })
+        .await?;
     let mut v = format!("pause:{:?};", s.store.pause().await?);
     for h in &snap.hooks {
         let _ = write!(
@@ -41,7 +48,7 @@ pub async fn version(s: &HttpState) -> Result<String, ApiError> {
         .last()
         .map(|r| format!("{:?}{:?}", r.run_id, r.finished_at))
         .unwrap_or_default();
-    let _ = write!(v, "runs:{}:{last}", runs.len());
+    let _ = write!(v, "runs:{last}");
     // Short and stable: FNV-1a.
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for b in v.bytes() {
@@ -93,7 +100,15 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
             label(&reason)
         );
     }
-    let runs = s.store.runs(&RunFilter::default()).await?;
+    // Counters since this server started (as Prometheus counters are: a restart resets
+    // them), so a scrape reads what is new, never the whole log.
+    let runs = s
+        .store
+        .runs(&RunFilter {
+            since: Some(s.started_at),
+            ..RunFilter::default()
+        })
+        .await?;
     let mut by: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
     let mut cost: BTreeMap<String, f64> = BTreeMap::new();
     let mut tokens: BTreeMap<(String, &'static str), u64> = BTreeMap::new();
@@ -122,7 +137,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     }
     let _ = writeln!(
         t,
-        "# HELP hooks_app_runs_total Finished follow-up runs in the run log, by hook and status.\n# TYPE hooks_app_runs_total counter"
+        "# HELP hooks_app_runs_total Follow-up runs finished since this daemon started, by hook and status.\n# TYPE hooks_app_runs_total counter"
     );
     for ((hook, status), n) in &by {
         let _ = writeln!(
@@ -133,7 +148,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     }
     let _ = writeln!(
         t,
-        "# HELP hooks_app_cost_usd_total What follow-up runs cost, as Claude reported it, by hook.\n# TYPE hooks_app_cost_usd_total counter"
+        "# HELP hooks_app_cost_usd_total What follow-up runs started since this daemon started cost, as Claude reported it, by hook.\n# TYPE hooks_app_cost_usd_total counter"
     );
     for (hook, c) in &cost {
         let _ = writeln!(
@@ -144,7 +159,7 @@ pub async fn metrics(s: &HttpState) -> Result<String, ApiError> {
     }
     let _ = writeln!(
         t,
-        "# HELP hooks_app_tokens_total Tokens of follow-up runs, by hook and kind.\n# TYPE hooks_app_tokens_total counter"
+        "# HELP hooks_app_tokens_total Tokens of follow-up runs started since this daemon started, by hook and kind.\n# TYPE hooks_app_tokens_total counter"
     );
     for ((hook, kind), n) in &tokens {
         let _ = writeln!(

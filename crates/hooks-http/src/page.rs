@@ -208,7 +208,14 @@ pub async fn page(
     };
     let now = s.svc.now();
     let snap = s.store.snapshot().await?;
-    let runs = s.store.runs(&RunFilter::default()).await?;
+    // The chart's 30 days (and the table's newest runs among them), never the whole log.
+    let runs = s
+        .store
+        .runs(&RunFilter {
+            since: Some(now - time::Duration::days(30)),
+            ..RunFilter::default()
+        })
+        .await?;
     let no_errors = FieldErrors::new();
     let (errs, given) = errors.map_or((&no_errors, &Value::Null), |(e, g)| (e, g));
     let asked = q
@@ -235,7 +242,7 @@ pub async fn page(
             "store " (s.backend.store_location()) " · "
             (count(snap.hooks.len(), "hook", "hooks")) " · "
             (snap.pending.len()) " pending · "
-            (count(runs.len(), "run", "runs")) " in the log · this page follows the store · v"
+            (count(runs.len(), "run", "runs")) " in 30 days · this page follows the store · v"
             (env!("CARGO_PKG_VERSION"))
         }
         @if !csrf.is_empty() {

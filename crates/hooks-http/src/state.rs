@@ -131,6 +131,8 @@ pub struct HttpState {
     pub token: Option<String>,
     pub(crate) hook_token: Option<String>,
     pub metrics: Arc<Metrics>,
+    /// When this server started: `/metrics` counts the runs since.
+    pub(crate) started_at: hooks_core::stamp::Timestamp,
     pub(crate) login_dir: PathBuf,
     /// Page sessions: the id the page sends (`Authorization: Page <id>`) → its CSRF token
     /// and when it lapses.
@@ -154,6 +156,7 @@ impl HttpState {
         config: HttpConfig,
     ) -> Self {
         Self {
+            started_at: svc.now(),
             svc,
             store,
             backend,

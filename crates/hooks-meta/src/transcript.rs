@@ -17,7 +17,7 @@
 //!   read from the head: later lines follow the agent's `cd`s), and the file's last change.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::Path;
 
 use hooks_core::{TranscriptFacts, is_subagent_path};
@@ -80,54 +80,6 @@ impl Line {
                 .filter_map(|b| b.get("text").and_then(Value::as_str).map(str::to_owned))
                 .collect(),
             _ => Vec::new(),
-        }
-    }
-}
-
-/// Reads a file's lines from the end, one chunk at a time, within a byte budget.
-struct RevLines {
-    file: File,
-    pos: u64,
-    buf: Vec<u8>,
-    budget: u64,
-}
-
-impl RevLines {
-    fn new(file: File, len: u64, budget: u64) -> Self {
-        Self {
-            file,
-            pos: len,
-            buf: Vec::new(),
-            budget,
-        }
-    }
-
-    fn next_line(&mut self) -> std::io::Result<Option<Vec<u8>>> {
-        loop {
-            if let Some(i) = self.buf.iter().rposition(|&b| b == b'\n') {
-                let line = self.buf.split_off(i + 1);
-                self.buf.truncate(i);
-                if line.iter().any(|b| !b.is_ascii_whitespace()) {
-                    return Ok(Some(line));
-                }
-                continue;
-            }
-            if self.pos == 0 || self.budget == 0 {
-                // The start of the file, or the budget is spent: what is left is the first
-                // line (or part of a line too long to read) and is returned once.
-                return Ok(
-                    (self.pos == 0 && !self.buf.is_empty()).then(|| std::mem::take(&mut self.buf))
-                );
-            }
-            let n = (CHUNK as u64).min(self.pos).min(self.budget);
-            let start = self.pos - n;
-            let mut chunk = vec![0u8; n as usize];
-            self.file.seek(SeekFrom::Start(start))?;
-            self.file.read_exact(&mut chunk)?;
-            chunk.extend_from_slice(&self.buf);
-            self.buf = chunk;
-            self.pos = start;
-            self.budget -= n;
         }
     }
 }
@@ -213,7 +165,8 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
         ..TranscriptFacts::default()
     };
 
-    let mut lines = RevLines::new(file, meta.len(), MAX_SCAN_BYTES);
+    let mut lines =
+        hooks_platform::files::LinesFromEnd::new(file, meta.len(), MAX_SCAN_BYTES, CHUNK);
     // The id of the last assistant message, and its text blocks gathered back to front.
     let mut last_msg: Option<Option<String>> = None;
     let mut texts_rev: Vec<String> = Vec::new();
@@ -269,7 +222,7 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
         texts_rev.reverse();
         facts.last_assistant_text = Some(texts_rev.join("\n"));
     }
-    Ok((facts, MAX_SCAN_BYTES - lines.budget))
+    Ok((facts, MAX_SCAN_BYTES - lines.budget_left()))
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -151,6 +151,66 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
+/// A file's lines read from its end, one chunk at a time, within a byte budget: what an
+/// append-only log's newest lines cost, whatever its size.
+pub struct LinesFromEnd {
+    file: File,
+    pos: u64,
+    buf: Vec<u8>,
+    budget: u64,
+    chunk: u64,
+}
+
+impl LinesFromEnd {
+    /// Over `file`, `len` bytes long, reading at most `budget` bytes in chunks of `chunk`.
+    pub fn new(file: File, len: u64, budget: u64, chunk: usize) -> Self {
+        Self {
+            file,
+            pos: len,
+            buf: Vec::new(),
+            budget,
+            chunk: chunk.max(1) as u64,
+        }
+    }
+
+    /// What is left of the byte budget.
+    pub fn budget_left(&self) -> u64 {
+        self.budget
+    }
+
+    /// The next line back (without its newline), skipping blank ones; `None` at the start
+    /// of the file or when the budget is spent (then what is left is returned once only if
+    /// it reaches the start of the file: a line cut by the budget is not a line).
+    pub fn next_line(&mut self) -> io::Result<Option<Vec<u8>>> {
+        use std::io::{Read, Seek, SeekFrom};
+        loop {
+            if let Some(i) = self.buf.iter().rposition(|&b| b == b'\n') {
+                let line = self.buf.split_off(i + 1);
+                self.buf.truncate(i);
+                if line.iter().any(|b| !b.is_ascii_whitespace()) {
+                    return Ok(Some(line));
+                }
+                continue;
+            }
+            if self.pos == 0 || self.budget == 0 {
+                return Ok(
+                    (self.pos == 0 && self.buf.iter().any(|b| !b.is_ascii_whitespace()))
+                        .then(|| std::mem::take(&mut self.buf)),
+                );
+            }
+            let n = self.chunk.min(self.pos).min(self.budget);
+            let start = self.pos - n;
+            let mut chunk = vec![0u8; usize::try_from(n).unwrap_or(0)];
+            self.file.seek(SeekFrom::Start(start))?;
+            self.file.read_exact(&mut chunk)?;
+            chunk.extend_from_slice(&self.buf);
+            self.buf = chunk;
+            self.pos = start;
+            self.budget -= n;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

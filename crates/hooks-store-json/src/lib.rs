@@ -749,20 +749,67 @@ impl HookStore for JsonStore {
             .map_err(|e| io_err(&path, "append to", &e))
     }
 
+    /// Read from the log's end, line by line, and no further back than the filter needs:
+    /// lines are appended as runs start and end, so once a line was written (its end, else
+    /// its start) well before `since`, or before the start of the `limit`-th newest run
+    /// found, nothing earlier can be asked for. A listing costs what it shows, whatever
+    /// the log's size; a filter by hook or session alone still reads the whole log.
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError> {
         let path = self.runs_path();
-        let bytes = match fsutil::FileBytes::read(&path, u64::MAX / 2) {
-            Ok(b) => b,
+        let file = match hooks_platform::open_regular(&path, false) {
+            Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&path, "read", &e)),
         };
-        let text = String::from_utf8_lossy(&bytes);
-        let lines = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<RunDto>(l).ok())
-            .filter_map(|d| d.to_record())
-            .filter(|r| filter.matches(r));
-        let all = fold_runs(lines);
+        let len = file
+            .metadata()
+            .map_err(|e| io_err(&path, "read", &e))?
+            .len();
+        let mut lines = hooks_platform::files::LinesFromEnd::new(file, len, u64::MAX, 256 * 1024);
+        // Lines from different writers may be appended a little out of time order.
+        let slack = time::Duration::hours(1);
+        // The starts of the newest `limit` runs found so far (the smallest on top), and
+        // the runs counted.
+        let mut newest: std::collections::BinaryHeap<
+            std::cmp::Reverse<hooks_core::stamp::Timestamp>,
+        > = std::collections::BinaryHeap::new();
+        let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut kept: Vec<RunRecord> = Vec::new();
+        while let Some(raw) = lines.next_line().map_err(|e| io_err(&path, "read", &e))? {
+            let Some(r) = serde_json::from_slice::<RunDto>(&raw)
+                .ok()
+                .and_then(|d| d.to_record())
+            else {
+                continue;
+            };
+            let written = r.finished_at.unwrap_or(r.started_at);
+            if filter.since.is_some_and(|t| written < t - slack) {
+                break;
+            }
+            if let Some(n) = filter.limit
+                && newest.len() >= n
+                && newest.peek().is_some_and(|t| written < t.0 - slack)
+            {
+                break;
+            }
+            if !filter.matches(&r) {
+                continue;
+            }
+            let first = match &r.run_id {
+                Some(id) => seen.insert(id.clone()),
+                None => true,
+            };
+            if first && let Some(n) = filter.limit {
+                newest.push(std::cmp::Reverse(r.started_at));
+                if newest.len() > n {
+                    newest.pop();
+                }
+            }
+            kept.push(r);
+        }
+        kept.reverse();
+        let mut all = fold_runs(kept);
+        all.sort_by_key(|r| r.started_at);
         let skip = filter.limit.map_or(0, |n| all.len().saturating_sub(n));
         Ok(all.into_iter().skip(skip).collect())
     }

@@ -970,6 +970,7 @@ impl HookStore for PgStore {
             let sql = format!(
                 "SELECT {RUN_COLUMNS} FROM runs \
                  WHERE ($1::text IS NULL OR hook_id = $1) AND ($2::text IS NULL OR session_id = $2) \
+                   AND ($4::timestamptz IS NULL OR started_at >= $4) \
                  ORDER BY position DESC LIMIT $3"
             );
             let mut out = c
@@ -979,6 +980,7 @@ impl HookStore for PgStore {
                         &filter.hook_id.as_ref().map(HookId::as_str),
                         &filter.session_id.as_ref().map(SessionId::as_str),
                         &limit,
+                        &filter.since,
                     ],
                 )
                 .await

@@ -54,9 +54,11 @@ pub fn runs(
         } else {
             limit
         },
+        // The store reads back to the start of that day and no further.
+        since: since.as_deref().map(|s| since_day(ctx, s)).transpose()?,
     };
     let runs = block_on(store.runs(&filter))??;
-    let Some(mut runs) = runs_summary(ctx, runs, summary, by, since.as_deref(), json)? else {
+    let Some(mut runs) = runs_summary(ctx, runs, summary, by, filter.since, json)? else {
         return Ok(());
     };
     if let Some(n) = limit {
@@ -203,12 +205,25 @@ fn day_zone(ctx: &Context) -> AppResult<Option<String>> {
 }
 
 /// `runs` with `--since` and `--summary`.
+/// The start of the day `--since` names (`YYYY-MM-DD`), in the zone days are counted in.
+fn since_day(ctx: &Context, s: &str) -> AppResult<stamp::Timestamp> {
+    let date = time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]"))
+        .map_err(|_| {
+            AppError::invalid(format!("--since: must be a date YYYY-MM-DD (got {s:?})"))
+        })?;
+    let noon = time::PrimitiveDateTime::new(date, time::macros::time!(12:00)).assume_utc();
+    let zone = day_zone(ctx)?;
+    hooks_core::ports::Clock::day(&SystemClock, zone.as_deref(), noon)
+        .map(|d| d.start)
+        .map_err(|e| AppError::runtime(format!("days: {e}")))
+}
+
 pub fn runs_summary(
     ctx: &Context,
     runs: Vec<RunRecord>,
     summary: bool,
     by: Option<SummaryBy>,
-    since: Option<&str>,
+    since: Option<stamp::Timestamp>,
     json: bool,
 ) -> AppResult<Option<Vec<RunRecord>>> {
     let zone = day_zone(ctx)?;
@@ -219,16 +234,7 @@ pub fn runs_summary(
     };
     let runs = match since {
         None => runs,
-        Some(s) => {
-            let date =
-                time::Date::parse(s, time::macros::format_description!("[year]-[month]-[day]"))
-                    .map_err(|_| {
-                        AppError::invalid(format!("--since: must be a date YYYY-MM-DD (got {s:?})"))
-                    })?;
-            let noon = time::PrimitiveDateTime::new(date, time::macros::time!(12:00)).assume_utc();
-            let from = day(noon)?.start;
-            runs.into_iter().filter(|r| r.started_at >= from).collect()
-        }
+        Some(from) => runs.into_iter().filter(|r| r.started_at >= from).collect(),
     };
     if !summary {
         return Ok(Some(runs));

@@ -10,6 +10,9 @@ use crate::output::print_json;
 use crate::{AppResult, Context};
 use hooks_shapes::text::usd;
 
+/// How far back `status` totals the run log.
+const WINDOW_DAYS: i64 = 30;
+
 pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let store = ctx.open_store()?;
     let snap = block_on(store.snapshot())??;
@@ -39,7 +42,11 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         limit: Some(5),
         ..RunFilter::default()
     }))??;
-    let all_runs = block_on(store.runs(&RunFilter::default()))??;
+    // The log grows without end: its totals are the last 30 days'.
+    let all_runs = block_on(store.runs(&RunFilter {
+        since: Some(time::OffsetDateTime::now_utc() - time::Duration::days(WINDOW_DAYS)),
+        ..RunFilter::default()
+    }))??;
     // A fold from +0.0: an empty sum of f64 is -0.0, which prints as `$-0.0000`.
     let cost: f64 = all_runs
         .iter()
@@ -73,7 +80,8 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         "nextDueAt": next.map(stamp::format),
         "waitingForClose": close_waits.len(),
         "firstGivesUpAt": first_give_up.map(stamp::format),
-        "totalCostUsd": cost,
+        "costUsd30d": cost,
+        "runs30d": all_runs.len(),
         "budget": budget.as_ref().map(|(b, bv)| hooks_shapes::json::budget(b, bv)),
         "pause": hooks_shapes::json::pause(paused.as_ref()),
         "recentRuns": runs.iter().map(hooks_shapes::json::run).collect::<Vec<_>>(),
@@ -165,7 +173,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         None => crate::say!("budget        none (hooks-app budget set --daily-usd X)"),
     }
     crate::say!(
-        "runs          {} ({unfinished} running or unaccounted for), cost {} in all",
+        "runs          {} in the last {WINDOW_DAYS} days ({unfinished} running or unaccounted for), cost {}",
         all_runs.len(),
         usd(cost)
     );

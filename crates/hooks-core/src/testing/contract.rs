@@ -596,7 +596,7 @@ pub async fn run_log(store: &dyn HookStore) {
     let f = RunFilter {
         hook_id: Some(h1.clone()),
         session_id: Some(sid("a")),
-        limit: None,
+        ..RunFilter::default()
     };
     assert_eq!(
         store.runs(&f).await.expect("runs").len(),
@@ -615,6 +615,65 @@ pub async fn run_log(store: &dyn HookStore) {
         newest[0].started_at,
         t0() + Duration::seconds(3),
         "limit keeps the newest"
+    );
+    let recent = store
+        .runs(&RunFilter {
+            since: Some(t0() + Duration::seconds(2)),
+            ..Default::default()
+        })
+        .await
+        .expect("runs");
+    assert_eq!(
+        recent.iter().map(|r| r.started_at).collect::<Vec<_>>(),
+        [t0() + Duration::seconds(2), t0() + Duration::seconds(3)],
+        "since keeps the runs started at or after it, oldest first"
+    );
+    // A run logged as it starts and again as it ends is one run, also when only its
+    // newest line falls inside what a limit asks for.
+    let mut long = RunRecord {
+        run_id: Some("r-long".into()),
+        ..all[0].clone()
+    };
+    long.started_at = t0() + Duration::seconds(10);
+    long.finished_at = None;
+    long.outcome = RunOutcome::default();
+    store.append_run(&long).await.expect("append");
+    let mut other = long.clone();
+    other.run_id = Some("r-other".into());
+    other.started_at = t0() + Duration::seconds(11);
+    store.append_run(&other).await.expect("append");
+    long.finished_at = Some(t0() + Duration::seconds(20));
+    long.outcome = all[0].outcome.clone();
+    store.append_run(&long).await.expect("append");
+    let newest = store
+        .runs(&RunFilter {
+            limit: Some(1),
+            ..Default::default()
+        })
+        .await
+        .expect("runs");
+    assert_eq!(newest.len(), 1, "{newest:?}");
+    assert_eq!(
+        (newest[0].run_id.as_deref(), newest[0].finished_at),
+        (Some("r-other"), None),
+        "the newest started run, not the newest line"
+    );
+    let two = store
+        .runs(&RunFilter {
+            limit: Some(2),
+            ..Default::default()
+        })
+        .await
+        .expect("runs");
+    assert_eq!(
+        two.iter().map(|r| r.run_id.as_deref()).collect::<Vec<_>>(),
+        [Some("r-long"), Some("r-other")],
+        "folded, oldest first"
+    );
+    assert_eq!(
+        two[0].finished_at,
+        Some(t0() + Duration::seconds(20)),
+        "with its end"
     );
 }
 

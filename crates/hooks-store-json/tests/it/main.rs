@@ -358,6 +358,72 @@ async fn run_log_is_append_only_json_lines() {
     );
 }
 
+/// The run log grows without end; what a listing asks for (the newest runs, those since
+/// a day) is read from its end, whatever lies before. Here 64 GiB of a sparse file lie
+/// before the recent runs: reading it whole could not be done.
+#[tokio::test]
+async fn the_run_log_is_read_from_its_end_as_far_as_a_listing_asks() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonStore::open(dir.path(), now()).unwrap();
+    let log = dir.path().join("runs.jsonl");
+    let old = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)
+        .unwrap();
+    old.set_len(64 << 30).unwrap();
+    std::io::Write::write_all(&mut &old, b"\n").unwrap();
+    drop(old);
+    for i in 0..10 {
+        let at = now() + Duration::minutes(i * 10);
+        let rec = RunRecord {
+            run_id: Some(format!("r{i}")),
+            hook_id: post_task_id(),
+            session_id: SessionId::parse(&format!("s{i}")).unwrap(),
+            owner: None,
+            process: None,
+            started_at: at,
+            finished_at: Some(at + Duration::seconds(30)),
+            outcome: RunOutcome {
+                status: Some(Status::Ok),
+                cost_usd: Some(0.01),
+                ..Default::default()
+            },
+            estimated_cost_usd: None,
+            model: None,
+        };
+        store.append_run(&rec).await.unwrap();
+    }
+    let newest = store
+        .runs(&RunFilter {
+            limit: Some(3),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        newest
+            .iter()
+            .map(|r| r.run_id.as_deref().unwrap())
+            .collect::<Vec<_>>(),
+        ["r7", "r8", "r9"]
+    );
+    let since = store
+        .runs(&RunFilter {
+            since: Some(now() + Duration::minutes(75)),
+            ..RunFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        since
+            .iter()
+            .map(|r| r.run_id.as_deref().unwrap())
+            .collect::<Vec<_>>(),
+        ["r8", "r9"]
+    );
+}
+
 #[tokio::test]
 async fn an_enqueue_writes_its_entries_in_after_the_last_and_leaves_every_other_byte() {
     let compact = r#"{"hooks":{"post-task":{"id":"post-task","name":"P","event":"conversation-done","delaySeconds":10,"promptFile":".claude/agents/hooks/post-task.md","enabled":true,"history":{"2026-11-01T00:00:00+0000":"old"}}},"pending":[{"hookId":"post-task","sessionId":"a1","dueAt":"2099-01-01T00:00:00+0000","retries":0}],"x-keep":[1,2]}"#;

@@ -74,7 +74,9 @@ pub fn run(
     let filter = RunFilter {
         hook_id: Some(hook.clone()),
         session_id: Some(sid.clone()),
-        limit: None,
+        // Only what ran since it was asked for.
+        since: Some(r.at),
+        ..RunFilter::default()
     };
     let begun = Instant::now();
     loop {
