@@ -232,13 +232,15 @@ fn a_subagent_conversation_is_skipped() {
     .join("\n");
     std::fs::write(dir.join("agent-3ea04571.jsonl"), text + "\n").unwrap();
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
-    // Queued without a transcript path (so the enqueue cannot tell), skipped when due.
+    // Queued without a transcript path (so the enqueue cannot tell), skipped when due. Its
+    // folder is the one its transcript names (another is refused: a conversation's folder
+    // does not change).
     let r = app.json(&[
         "notify",
         "--session",
         "agent-3ea04571",
         "--cwd",
-        app.proj.to_str().unwrap(),
+        "/work/site",
     ]);
     assert_eq!(r[0]["outcome"], "queued");
     app.ok(&["tick", "--quiet-period", "0"]);

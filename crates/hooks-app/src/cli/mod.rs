@@ -291,7 +291,18 @@ mod tests {
             let args = std::iter::once("hooks-app").chain(call.iter().copied());
             let full = Cli::try_parse_from(args.clone()).expect("the full parse");
             let quick = parse_hook_call(args.map(Into::into)).expect("the quick parse");
-            assert_eq!(quick.global, full.global, "{call:?}");
+            assert!(
+                quick.global.from_hook,
+                "{call:?}: the quick parse says it read no variable"
+            );
+            assert_eq!(
+                Global {
+                    from_hook: false,
+                    ..quick.global
+                },
+                full.global,
+                "{call:?}"
+            );
             match (quick.command, full.command) {
                 (Command::ClaudeHook(q), Command::ClaudeHook(f)) => assert_eq!(q, f, "{call:?}"),
                 other => panic!("{call:?}: {other:?}"),

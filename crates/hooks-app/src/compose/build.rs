@@ -314,7 +314,6 @@ mod store_tests {
     pub(super) fn ctx(store: StoreChoice) -> Context {
         Context {
             data_dir: "/d".into(),
-            data_dir_explicit: false,
             workspace: "/w".into(),
             here: "/w".into(),
             claude_home: "/c".into(),

@@ -34,9 +34,6 @@ pub struct Flags {
 #[derive(Debug, Clone)]
 pub struct Context {
     pub data_dir: PathBuf,
-    /// Whether the data folder is not the one a `claude-hook` call finds by itself (under
-    /// the user database's home), so the hook command `install` writes must name it.
-    pub data_dir_explicit: bool,
     /// Where prompt files are found after the conversation's own project (and where no
     /// approval is needed): `--workspace`, else the one `init` or `install` recorded, else
     /// the current folder.
@@ -120,12 +117,8 @@ impl Context {
             }
             _ => host_name(),
         };
-        // The hook command names the data folder whenever it is not the one a hook finds by
-        // itself (under the user database's home: a hook reads no variable).
-        let data_dir_explicit = account_data_dir().ok().as_ref() != Some(&data_dir);
         Ok(Self {
             data_dir,
-            data_dir_explicit,
             workspace,
             here,
             claude_home,
@@ -201,7 +194,9 @@ impl Context {
         let exe = std::env::current_exe()
             .map_err(|e| AppError::runtime(format!("cannot find this program's path: {e}")))?;
         let mut cmd = shell_quote(&exe.to_string_lossy());
-        if self.data_dir_explicit {
+        // The hook command names the data folder whenever it is not the one a hook finds by
+        // itself (under the user database's home: a hook reads no variable).
+        if account_data_dir().ok().as_ref() != Some(&self.data_dir) {
             cmd.push_str(" --data-dir ");
             cmd.push_str(&shell_quote(&self.data_dir.to_string_lossy()));
         }
