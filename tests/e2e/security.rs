@@ -1233,11 +1233,12 @@ fn refused_requests_do_not_keep_an_idle_daemon() {
                 served.addr
             );
             let mut answer = String::new();
-            if c.write_all(req.as_bytes()).is_ok() && c.read_to_string(&mut answer).is_ok() {
-                if let Some(status) = answer.split(' ').nth(1) {
-                    assert_eq!(status, "401", "{answer}");
-                    knocks += 1;
-                }
+            if c.write_all(req.as_bytes()).is_ok()
+                && c.read_to_string(&mut answer).is_ok()
+                && let Some(status) = answer.split(' ').nth(1)
+            {
+                assert_eq!(status, "401", "{answer}");
+                knocks += 1;
             }
         }
         // The attack's pace: a knock every 100 ms, well inside the idle time.

@@ -414,9 +414,10 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
         let mut app = read_crate(&root.join("crates/hooks-app/src")).unwrap();
         assert_eq!(layer_breaches(&app, APP_LAYERS), Vec::<String>::new());
+        // At the top: what follows a file's `#[cfg(test)]` is its tests, and not read.
         app.get_mut("output")
             .unwrap()
-            .push_str("\nuse crate::commands::dispatch;\n");
+            .insert_str(0, "use crate::commands::dispatch;\n");
         app.insert("newthing".into(), String::new());
         let found = layer_breaches(&app, APP_LAYERS);
         assert_eq!(found.len(), 2, "{found:?}");

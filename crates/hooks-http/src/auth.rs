@@ -130,9 +130,6 @@ pub fn use_login(dir: &Path, t: &str) -> bool {
 /// The scheme of the page's own `Authorization` header: `Page <session id>`.
 pub const PAGE_SCHEME: &str = "Page ";
 
-/// The `localStorage` key the page keeps its session id under (per origin, port included).
-pub const PAGE_STORAGE_KEY: &str = "hooks-app-session";
-
 /// The page's session id a request carries, if it carries one.
 pub fn page_session(headers: &HeaderMap) -> Option<&str> {
     headers

@@ -63,6 +63,9 @@ pub fn message_page(text: &str) -> String {
     html("hooks-app", maud::html! { h1 { "hooks-app" } p { (text) } })
 }
 
+/// The `localStorage` key the page keeps its session id under (per origin, port included).
+pub const PAGE_STORAGE_KEY: &str = "hooks-app-session";
+
 /// The page's script, on every page it renders: its forms and its polling send the
 /// session from this origin's storage (`Authorization: Page <id>`); a form's answer is
 /// shown in place, a redirect is followed by a real navigation (which loads the shell
@@ -117,7 +120,7 @@ fetch(location.pathname+location.search,{headers:{'Authorization':'Page '+t},cre
 /// The answer to a good login link: the session goes into this origin's storage, and the
 /// browser goes on to the page.
 pub fn logged_in_page(session: &str) -> String {
-    let key = serde_json::to_string(crate::auth::PAGE_STORAGE_KEY).unwrap_or_default();
+    let key = serde_json::to_string(PAGE_STORAGE_KEY).unwrap_or_default();
     let id = serde_json::to_string(session).unwrap_or_default();
     html(
         "hooks-app",

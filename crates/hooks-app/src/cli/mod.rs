@@ -248,6 +248,11 @@ pub enum Command {
     Man,
 }
 
+/// `--limit`, by the rule the API's `limit` follows.
+fn run_limit(text: &str) -> Result<usize, String> {
+    hooks_core::RunFilter::parse_limit(text).map_err(|e| e.rule)
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;
@@ -327,9 +332,4 @@ mod tests {
             );
         }
     }
-}
-
-/// `--limit`, by the rule the API's `limit` follows.
-fn run_limit(text: &str) -> Result<usize, String> {
-    hooks_core::RunFilter::parse_limit(text).map_err(|e| e.rule)
 }

@@ -69,7 +69,7 @@ impl DaemonEnvironment {
     /// This process's environment (the user's own command), as a daemon would get it.
     pub fn capture(ctx: &Context) -> Self {
         Self {
-            claude_bin: super::ondemand::claude_for_daemon(&ctx.claude_bin),
+            claude_bin: claude_for_daemon(&ctx.claude_bin),
             claude_home: ctx.claude_home.clone(),
             vars: std::env::vars_os()
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
@@ -118,4 +118,41 @@ impl DaemonEnvironment {
     pub fn names(&self) -> Vec<&str> {
         self.vars.keys().map(String::as_str).collect()
     }
+}
+
+/// The `claude` the daemon will run, as a path: the one named, the one on `PATH`, or else
+/// the Claude Code process this hook runs under (claude → /bin/sh -c → this hook). Claude
+/// Code's own "local" install is reached through a shell alias that a daemon's PATH does
+/// not have; the process that ran the hook is that very binary.
+pub fn claude_for_daemon(bin: &Path) -> PathBuf {
+    if bin.components().count() > 1 {
+        return bin.to_owned();
+    }
+    let on_path = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join(bin))
+            .find(|p| p.is_file())
+    });
+    if let Some(p) = on_path {
+        return p;
+    }
+    let mut pid = std::process::id();
+    for _ in 0..4 {
+        let Some(p) = hooks_platform::process::process(pid) else {
+            break;
+        };
+        pid = p.ppid;
+        if pid <= 1 {
+            break;
+        }
+        if let Some(exe) = hooks_platform::process::exe(pid)
+            && exe
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("claude"))
+        {
+            return exe;
+        }
+    }
+    bin.to_owned()
 }

@@ -149,43 +149,6 @@ pub fn ensure_running(ctx: &Context, from_hook: bool) -> AppResult<bool> {
     Ok(true)
 }
 
-/// The `claude` the daemon will run, as a path: the one named, the one on `PATH`, or else
-/// the Claude Code process this hook runs under (claude → /bin/sh -c → this hook). Claude
-/// Code's own "local" install is reached through a shell alias that a daemon's PATH does
-/// not have; the process that ran the hook is that very binary.
-pub fn claude_for_daemon(bin: &Path) -> PathBuf {
-    if bin.components().count() > 1 {
-        return bin.to_owned();
-    }
-    let on_path = std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join(bin))
-            .find(|p| p.is_file())
-    });
-    if let Some(p) = on_path {
-        return p;
-    }
-    let mut pid = std::process::id();
-    for _ in 0..4 {
-        let Some(p) = hooks_platform::process::process(pid) else {
-            break;
-        };
-        pid = p.ppid;
-        if pid <= 1 {
-            break;
-        }
-        if let Some(exe) = hooks_platform::process::exe(pid)
-            && exe
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("claude"))
-        {
-            return exe;
-        }
-    }
-    bin.to_owned()
-}
-
 fn rotate(log: &Path) {
     if std::fs::metadata(log).is_ok_and(|m| m.len() >= LOG_ROTATE_AT) {
         let _ = std::fs::rename(log, log.with_extension("log.1"));
@@ -367,7 +330,7 @@ pub fn unit_text_for(ctx: &Context, macos: bool) -> AppResult<String> {
         // A service starts with the system's short PATH (launchd's is /usr/bin:/bin:…),
         // where a claude from npm or Homebrew is not: the one found now is named.
         "--claude-bin".into(),
-        claude_for_daemon(&ctx.claude_bin)
+        super::environment::claude_for_daemon(&ctx.claude_bin)
             .to_string_lossy()
             .into_owned(),
     ];

@@ -150,46 +150,6 @@ fn names(buf: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// Extra `mmap` flags: fault the whole mapping in at once.
 pub const MMAP_FLAGS: libc::c_int = libc::MAP_POPULATE;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn stat_lines_are_read_after_the_last_parenthesis() {
-        let line = "4242 (we (ird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 307923 1000 10";
-        let p = parse_stat(4242, line).unwrap();
-        assert_eq!((p.ppid, p.pgrp, p.start, p.alive), (1, 4242, 307_923, true));
-        let z = line.replace(") S ", ") Z ");
-        assert!(!parse_stat(4242, &z).unwrap().alive);
-        assert_eq!(parse_stat(1, "garbage"), None);
-        assert_eq!(parse_stat(1, "1 (x) S 1 2"), None, "too short");
-    }
-
-    #[test]
-    fn event_names_are_read_from_the_buffer() {
-        let mut buf = Vec::new();
-        for (name, pad) in [("hooks.json", 6usize), ("a", 15)] {
-            buf.extend_from_slice(&1i32.to_ne_bytes());
-            buf.extend_from_slice(&libc::IN_MOVED_TO.to_ne_bytes());
-            buf.extend_from_slice(&0u32.to_ne_bytes());
-            buf.extend_from_slice(&((name.len() + pad) as u32).to_ne_bytes());
-            buf.extend_from_slice(name.as_bytes());
-            buf.extend(std::iter::repeat_n(0u8, pad));
-        }
-        let got: Vec<&[u8]> = names(&buf).collect();
-        assert_eq!(got, [b"hooks.json".as_slice(), b"a".as_slice()]);
-        assert_eq!(names(&buf[..10]).count(), 0, "a cut-off header is not read");
-    }
-
-    #[test]
-    fn a_start_in_ticks_is_a_time_after_boot() {
-        let me = crate::process::this_process().unwrap();
-        let at = start_epoch(&me).unwrap();
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        assert!((now - 3600..=now + 1).contains(&at), "{at} vs {now}");
-    }
-}
-
 /// The user owning the TCP socket listening on `port` of an address like `ip` (the
 /// address itself or the wildcard), from `/proc/net/tcp` and `/proc/net/tcp6`.
 pub fn listener_uid(ip: std::net::IpAddr, port: u16) -> Option<u32> {
@@ -243,4 +203,44 @@ pub fn connection_uid(local: std::net::SocketAddr, remote: std::net::SocketAddr)
         let cols: Vec<&str> = line.split_whitespace().collect();
         (cols.get(1)? == &l && cols.get(2)? == &r).then(|| cols.get(7)?.parse().ok())?
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_are_read_after_the_last_parenthesis() {
+        let line = "4242 (we (ird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 307923 1000 10";
+        let p = parse_stat(4242, line).unwrap();
+        assert_eq!((p.ppid, p.pgrp, p.start, p.alive), (1, 4242, 307_923, true));
+        let z = line.replace(") S ", ") Z ");
+        assert!(!parse_stat(4242, &z).unwrap().alive);
+        assert_eq!(parse_stat(1, "garbage"), None);
+        assert_eq!(parse_stat(1, "1 (x) S 1 2"), None, "too short");
+    }
+
+    #[test]
+    fn event_names_are_read_from_the_buffer() {
+        let mut buf = Vec::new();
+        for (name, pad) in [("hooks.json", 6usize), ("a", 15)] {
+            buf.extend_from_slice(&1i32.to_ne_bytes());
+            buf.extend_from_slice(&libc::IN_MOVED_TO.to_ne_bytes());
+            buf.extend_from_slice(&0u32.to_ne_bytes());
+            buf.extend_from_slice(&((name.len() + pad) as u32).to_ne_bytes());
+            buf.extend_from_slice(name.as_bytes());
+            buf.extend(std::iter::repeat_n(0u8, pad));
+        }
+        let got: Vec<&[u8]> = names(&buf).collect();
+        assert_eq!(got, [b"hooks.json".as_slice(), b"a".as_slice()]);
+        assert_eq!(names(&buf[..10]).count(), 0, "a cut-off header is not read");
+    }
+
+    #[test]
+    fn a_start_in_ticks_is_a_time_after_boot() {
+        let me = crate::process::this_process().unwrap();
+        let at = start_epoch(&me).unwrap();
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        assert!((now - 3600..=now + 1).contains(&at), "{at} vs {now}");
+    }
 }
