@@ -354,24 +354,12 @@ fn project_scope_writes_a_portable_command_and_local_scope_this_machines_path() 
         ),
     );
     let sh = |path: &std::path::Path| {
-        let mut c = std::process::Command::new("/bin/sh");
-        app.env.apply(&mut c);
-        c.args(["-c", &command])
-            .env("PATH", path)
-            .env_remove("HOOKS_DATA_DIR")
-            .current_dir(&app.proj)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped());
-        let mut child = c.spawn().unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(event.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+        app.hook_as_claude(
+            &command,
+            &app.proj,
+            &[("PATH", path.display().to_string())],
+            &event,
+        )
     };
     let without = sh(std::path::Path::new("/usr/bin:/bin"));
     assert_eq!(

@@ -200,6 +200,34 @@ impl App {
         )
     }
 
+    /// Runs `command` as Claude Code runs a hook (`/bin/sh -c`), in `cwd`, with this
+    /// user's environment plus `extra` (a project's settings `env`, a `PATH`), `input` on
+    /// stdin.
+    pub fn hook_as_claude(
+        &self,
+        command: &str,
+        cwd: &Path,
+        extra: &[(&str, String)],
+        input: &str,
+    ) -> Output {
+        use std::io::Write;
+        let mut c = Command::new("/bin/sh");
+        self.env.apply(&mut c);
+        c.args(["-c", command])
+            .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("/bin/sh");
+        let _ = child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes());
+        child.wait_with_output().expect("the hook's output")
+    }
+
     pub fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().expect("run hooks-app")
     }

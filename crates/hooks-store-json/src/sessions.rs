@@ -11,9 +11,9 @@
 //! fsynced and renamed; folders are `0700`, files `0600`.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
@@ -178,14 +178,6 @@ fn io(path: &Path, what: &str, e: &std::io::Error) -> MetaError {
     MetaError::Io(format!("could not {what} {}: {e}", path.display()))
 }
 
-struct Lock(File);
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
-    }
-}
-
 impl SessionFiles {
     pub fn new(data_dir: &Path) -> Self {
         Self {
@@ -202,25 +194,10 @@ impl SessionFiles {
         self.dir.join(format!("{}.json", session.as_str()))
     }
 
-    fn lock(&self) -> Result<Lock, MetaError> {
-        fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .map_err(|e| io(&self.dir, "create", &e))?;
+    fn lock(&self) -> Result<crate::fsutil::DirLock, MetaError> {
+        crate::fsutil::create_dir_private(&self.dir).map_err(|e| io(&self.dir, "create", &e))?;
         let p = self.dir.join(LOCK_FILE);
-        let f = hooks_platform::files::open_regular_with(
-            &p,
-            OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(0o600),
-        )
-        .map_err(|e| io(&p, "open", &e))?;
-        f.lock().map_err(|e| io(&p, "lock", &e))?;
-        Ok(Lock(f))
+        crate::fsutil::DirLock::acquire(&p).map_err(|e| io(&p, "open or lock", &e))
     }
 
     fn read_dto(&self, session: &SessionId) -> Result<SessionDto, MetaError> {
