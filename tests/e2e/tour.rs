@@ -26,12 +26,29 @@ fn hooks_history_status_and_prune() {
         "100",
     ]);
     assert_eq!(id.trim(), "release-notes");
+    // The same name again is a mistake (two hooks firing and paid for on every DONE)...
+    let again = app.run(&[
+        "hooks",
+        "create",
+        "release notes!",
+        "--prompt-file",
+        ".claude/agents/hooks/notes.md",
+    ]);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains("name: a hook release-notes") && err.contains("hooks update release-notes"),
+        "{err}"
+    );
+    assert_eq!(app.json(&["hooks", "list"]).as_array().unwrap().len(), 3);
+    // ...unless asked for.
     let id2 = app.ok(&[
         "hooks",
         "create",
         "release notes!",
         "--prompt-file",
         ".claude/agents/hooks/notes.md",
+        "--another",
     ]);
     assert_eq!(id2.trim(), "release-notes-2");
     std::fs::write(

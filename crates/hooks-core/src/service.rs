@@ -1413,7 +1413,26 @@ impl Service {
             .ok_or_else(|| StoreError::HookNotFound(id.clone()).into())
     }
 
+    /// Creates a hook. A name whose id is taken already is refused, naming `name`: run
+    /// twice, `hooks create changelog …` would otherwise make `changelog-2`, each firing
+    /// and paid for on every `DONE`. [`Self::create_another_hook`] makes one more on
+    /// purpose.
     pub async fn create_hook(&self, spec: HookSpec) -> Result<Hook, ServiceError> {
+        let id = slugify(&spec.name);
+        if let Some(h) = self.ports.store.get_hook(&HookId(id.clone())).await? {
+            return Err(ServiceError::Invalid(ValidationError::new(
+                "name",
+                format!(
+                    "a hook {id} ({:?}) already exists; change it with `hooks update {id}`, or make one more with `hooks create … --another`",
+                    h.name
+                ),
+            )));
+        }
+        self.create_another_hook(spec).await
+    }
+
+    /// Creates a hook, its id made unique (`-2`, `-3`, …) when its name's is taken.
+    pub async fn create_another_hook(&self, spec: HookSpec) -> Result<Hook, ServiceError> {
         Ok(self.ports.store.create_hook(spec, self.now()).await?)
     }
 

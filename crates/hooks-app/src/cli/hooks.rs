@@ -35,6 +35,9 @@ pub enum HooksCmd {
         /// Also follow up subagent conversations
         #[arg(long)]
         include_subagents: bool,
+        /// Make one more hook when one of this name exists (its id gets -2, -3, …)
+        #[arg(long)]
+        another: bool,
     },
     /// Change a hook
     Update {

@@ -129,6 +129,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             disabled,
             include_cron,
             include_subagents,
+            another,
         } => {
             let Some(prompt_file) = prompt_file else {
                 return Err(AppError::invalid(format!(
@@ -146,7 +147,11 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 ..patch_of(&values)?
             });
             warn_missing_prompt(ctx, &spec.prompt_file);
-            let h = block_on(svc.create_hook(spec))??;
+            let h = if another {
+                block_on(svc.create_another_hook(spec))??
+            } else {
+                block_on(svc.create_hook(spec))??
+            };
             crate::say!("{}", h.id);
         }
         HooksCmd::Update {
