@@ -601,4 +601,32 @@ fn a_failed_follow_up_alerts_a_url_and_an_unreachable_one_changes_nothing() {
     assert!(app.ok(&["alerts", "clear"]).contains("alerts cleared"));
     let o = app.run(&["alerts", "set", "--url", "ftp://x"]);
     assert_eq!(o.status.code(), Some(2));
+
+    // `alerts set` changes what it is given and keeps the rest.
+    app.ok(&[
+        "alerts",
+        "set",
+        "--url",
+        "http://127.0.0.1:9/topic",
+        "--on",
+        "failure,skip,budget,limit",
+    ]);
+    let out = app.ok(&["alerts", "set", "--desktop"]);
+    assert!(
+        out.contains("alerts on failure, skip, budget, limit to http://127.0.0.1:9/")
+            && out.contains("and the desktop"),
+        "{out}"
+    );
+    let out = app.ok(&["alerts", "set", "--on", "failure"]);
+    assert!(
+        out.contains("alerts on failure to http://127.0.0.1:9/") && out.contains("and the desktop"),
+        "{out}"
+    );
+    let out = app.ok(&["alerts", "set", "--no-url"]);
+    assert!(
+        out.contains("alerts on failure to no URL and the desktop"),
+        "{out}"
+    );
+    let o = app.run(&["alerts", "set", "--no-desktop"]);
+    assert_eq!(o.status.code(), Some(2), "nothing left to alert: {o:?}");
 }

@@ -48,18 +48,24 @@ pub enum BudgetCmd {
 
 #[derive(Debug, Subcommand)]
 pub enum AlertsCmd {
-    /// Where and when to alert
+    /// Where and when to alert; what is not given is kept as it was set
     Set {
         /// The URL to POST to (ntfy and Slack incoming webhooks take its `text`); `-` reads
         /// it from stdin, which keeps a secret URL off the command line
-        #[arg(long, value_name = "URL")]
+        #[arg(long, value_name = "URL", conflicts_with = "no_url")]
         url: Option<String>,
+        /// No URL any more
+        #[arg(long)]
+        no_url: bool,
         /// On what, comma-separated: failure, skip, budget, limit [default: failure]
         #[arg(long, value_name = "LIST")]
         on: Option<String>,
         /// Also the desktop's notifier (notify-send, osascript)
-        #[arg(long)]
+        #[arg(long, conflicts_with = "no_desktop")]
         desktop: bool,
+        /// Not the desktop any more
+        #[arg(long)]
+        no_desktop: bool,
     },
     /// The alerts set (the URL shown by its host only)
     Show(JsonFlag),

@@ -9,11 +9,21 @@ use serde_json::{Value, json};
 use crate::output::print_json;
 use crate::{AppError, AppResult, Context};
 
-/// `alerts set`.
-pub fn set(ctx: &Context, url: Option<&str>, on: Option<&str>, desktop_too: bool) -> AppResult {
+/// What `alerts set` does to one setting.
+pub enum Change<T> {
+    Keep,
+    Clear,
+    To(T),
+}
+
+/// `alerts set`: changes what it is given (`desktop`: `None` keeps it) and keeps the rest
+/// of what was set.
+pub fn set(ctx: &Context, url: Change<&str>, on: Option<&str>, desktop: Option<bool>) -> AppResult {
+    let before = Alerts::read(&ctx.data_dir).map_err(AppError::runtime)?;
     let url = match url {
-        None => None,
-        Some("-") => {
+        Change::Keep => before.as_ref().and_then(|b| b.url.clone()),
+        Change::Clear => None,
+        Change::To("-") => {
             let mut s = String::new();
             std::io::stdin()
                 .take(8192)
@@ -21,15 +31,18 @@ pub fn set(ctx: &Context, url: Option<&str>, on: Option<&str>, desktop_too: bool
                 .map_err(|e| AppError::runtime(format!("url: could not read stdin: {e}")))?;
             Some(check_url(&s).map_err(AppError::invalid)?)
         }
-        Some(u) => Some(check_url(u).map_err(AppError::invalid)?),
+        Change::To(u) => Some(check_url(u).map_err(AppError::invalid)?),
     };
+    let desktop_too = desktop.unwrap_or_else(|| before.as_ref().is_some_and(|b| b.desktop));
     if url.is_none() && !desktop_too {
         return Err(AppError::invalid(
-            "url: give --url URL (or --url - to read it from stdin), --desktop, or both",
+            "url: give --url URL (or --url - to read it from stdin), --desktop, or both (or `alerts clear`)",
         ));
     }
     let on: Vec<String> = match on {
-        None => vec!["failure".into()],
+        None => before
+            .as_ref()
+            .map_or_else(|| vec!["failure".into()], |b| b.on.clone()),
         Some(list) => {
             let kinds: Vec<String> = list.split(',').map(|k| k.trim().to_owned()).collect();
             if let Some(bad) = kinds.iter().find(|k| !KINDS.contains(&k.as_str())) {

@@ -111,8 +111,24 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Pause { for_, json } => pause::pause(&ctx, for_.as_deref(), json.json)?,
         Command::Unpause(j) => pause::unpause(&ctx, j.json)?,
         Command::Alerts(a) => match a {
-            crate::cli::AlertsCmd::Set { url, on, desktop } => {
-                alerts::set(&ctx, url.as_deref(), on.as_deref(), desktop)?
+            crate::cli::AlertsCmd::Set {
+                url,
+                no_url,
+                on,
+                desktop,
+                no_desktop,
+            } => {
+                let url = match (url.as_deref(), no_url) {
+                    (_, true) => alerts::Change::Clear,
+                    (Some(u), false) => alerts::Change::To(u),
+                    (None, false) => alerts::Change::Keep,
+                };
+                let desktop = match (desktop, no_desktop) {
+                    (_, true) => Some(false),
+                    (true, false) => Some(true),
+                    (false, false) => None,
+                };
+                alerts::set(&ctx, url, on.as_deref(), desktop)?
             }
             crate::cli::AlertsCmd::Show(j) => alerts::show(&ctx, j.json)?,
             crate::cli::AlertsCmd::Clear => alerts::clear(&ctx)?,
