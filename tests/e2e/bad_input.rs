@@ -446,3 +446,29 @@ fn output_piped_into_head_ends_quietly() {
     let err = String::from_utf8_lossy(&out.stdout);
     assert!(err.is_empty(), "nothing on stderr: {err}");
 }
+
+/// A mistyped subcommand gets a "did you mean"; `hooks delete` takes several ids and
+/// deletes none when one of them names no hook.
+#[test]
+fn typos_are_suggested_and_a_delete_of_several_is_all_or_nothing() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    for (typo, meant) in [(&["pendign"][..], "pending"), (&["hooks", "shwo"], "show")] {
+        let o = app.run(typo);
+        assert_eq!(o.status.code(), Some(2));
+        assert!(stderr(&o).contains(&format!("'{meant}'")), "{}", stderr(&o));
+    }
+    refused(
+        &app,
+        &["hooks", "delete", "post-task", "no-such-hook"],
+        2,
+        "no hook with id no-such-hook",
+    );
+    assert_eq!(app.json(&["hooks", "list"]).as_array().unwrap().len(), 2);
+    let out = app.ok(&["hooks", "delete", "post-task", "continue-after-limit"]);
+    assert!(
+        out.contains("post-task deleted") && out.contains("continue-after-limit deleted"),
+        "{out}"
+    );
+    assert!(app.json(&["hooks", "list"]).as_array().unwrap().is_empty());
+}

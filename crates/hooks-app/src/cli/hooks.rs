@@ -66,8 +66,11 @@ pub enum HooksCmd {
     Enable { id: String },
     /// Disable a hook (queued entries are dropped when due)
     Disable { id: String },
-    /// Delete a hook and its queued entries
-    Delete { id: String },
+    /// Delete hooks and their queued entries (every id is checked first)
+    Delete {
+        #[arg(required = true, value_name = "ID")]
+        ids: Vec<String>,
+    },
     /// Follow a conversation up with this hook now, through every usual check (open
     /// conversation, one run per session, caps, budget, pause), and say what became of it
     Run {

@@ -209,12 +209,21 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             no_wait,
             json,
         } => run::run(ctx, &id, &session, force, no_wait, json.json)?,
-        HooksCmd::Delete { id } => {
-            let dropped = block_on(svc.delete_hook(&hook_id(&id)?))??;
-            crate::say!(
-                "{id} deleted ({dropped} queued entr{} dropped)",
-                if dropped == 1 { "y" } else { "ies" }
-            );
+        HooksCmd::Delete { ids } => {
+            // Every id is checked before any is deleted: a typo deletes nothing.
+            let mut checked = Vec::new();
+            for id in &ids {
+                let id = hook_id(id)?;
+                block_on(svc.get_hook(&id))??;
+                checked.push(id);
+            }
+            for id in checked {
+                let dropped = block_on(svc.delete_hook(&id))??;
+                crate::say!(
+                    "{id} deleted ({dropped} queued entr{} dropped)",
+                    if dropped == 1 { "y" } else { "ies" }
+                );
+            }
         }
     }
     Ok(())
