@@ -80,6 +80,11 @@ fn followed_up_on_demand(app: App) {
             && log.contains("idle with nothing pending"),
         "{log}"
     );
+    // A finished run is said as people read it, never as Rust's `Some(true)`.
+    assert!(
+        log.contains("completed=yes") && !log.contains("Some("),
+        "{log}"
+    );
     let doctor = app.ok(&["doctor"]);
     assert!(
         doctor.contains("ok   daemon") && doctor.contains("on demand"),

@@ -34,9 +34,10 @@ pub fn log_report(r: &FireReport) {
                 hook,
                 session,
                 status = %o.status(),
-                completed = ?o.completed,
-                cost_usd = ?o.cost_usd,
-                duration_ms = ?o.duration_ms,
+                // As people read them (and JSON keeps them typed), not Rust's `Some(false)`.
+                completed = %o.completed.map_or("unknown", |c| if c { "yes" } else { "no" }),
+                cost_usd = %o.cost_usd.map(|c| format!("{c:.4}")).unwrap_or_else(|| "unknown".into()),
+                duration_ms = %o.duration_ms.map_or_else(|| "unknown".into(), |d| d.to_string()),
                 "finished"
             )
         }
