@@ -461,3 +461,42 @@ fn doctor_on_a_fresh_machine_names_each_fix() {
     let out = String::from_utf8(app.run(&["doctor"]).stdout).unwrap();
     assert!(out.contains("warn prompt file"), "{out}");
 }
+
+/// Running `install` again applies what it is given, keeps what it is not, and says what
+/// changed (it said "nothing to change" and left `--http` unset, and a later install with
+/// another option set `http` back to none).
+#[test]
+fn install_again_applies_what_it_is_given_and_keeps_the_rest() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install"]);
+    let daemon = || -> Value {
+        serde_json::from_slice(&std::fs::read(app.data_dir().join("daemon.json")).unwrap()).unwrap()
+    };
+    let out = app.ok(&["install", "--http", "127.0.0.1:18999"]);
+    assert!(
+        out.contains("changed: http none → 127.0.0.1:18999"),
+        "{out}"
+    );
+    assert_eq!(daemon()["http"], "127.0.0.1:18999");
+    let out = app.ok(&["install", "--idle-exit", "60"]);
+    assert!(out.contains("changed: idle exit 300 s → 60 s"), "{out}");
+    assert_eq!(
+        (daemon()["http"].as_str(), daemon()["idleExitSecs"].as_u64()),
+        (Some("127.0.0.1:18999"), Some(60)),
+        "what was not given is kept"
+    );
+    app.ok(&["install", "--done-marker", "ALL FINISHED"]);
+    assert_eq!(
+        daemon()["http"],
+        "127.0.0.1:18999",
+        "another option keeps http"
+    );
+    let out = app.ok(&["install", "--no-http", "--daemon", "none"]);
+    assert!(
+        out.contains("daemon on-demand → none") && out.contains("http 127.0.0.1:18999 → none"),
+        "{out}"
+    );
+    app.ok(&["install"]);
+    assert_eq!(daemon()["mode"], "none", "a mode chosen is kept");
+}

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::options::{DEFAULT_IDLE_EXIT, DaemonMode, LogFormat, Scope, Transport, Trigger};
+use crate::options::{DaemonMode, LogFormat, Scope, Transport, Trigger};
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
@@ -10,19 +10,23 @@ pub struct InstallArgs {
     pub scope: Scope,
     #[arg(long, value_enum, default_value_t = Trigger::Stop)]
     pub trigger: Trigger,
-    /// How the daemon runs
-    #[arg(long, value_enum, default_value_t = DaemonMode::OnDemand)]
-    pub daemon: DaemonMode,
-    /// Seconds an on-demand daemon stays with nothing pending before it exits
-    #[arg(long, value_name = "SECS", default_value_t = DEFAULT_IDLE_EXIT, value_parser = clap::value_parser!(u64).range(1..=86_400))]
-    pub idle_exit: u64,
+    /// How the daemon runs [default: as set before, else on-demand]
+    #[arg(long, value_enum)]
+    pub daemon: Option<DaemonMode>,
+    /// Seconds an on-demand daemon stays with nothing pending before it exits [default: as
+    /// set before, else 300]
+    #[arg(long, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_exit: Option<u64>,
     /// Show what would change and change nothing
     #[arg(long)]
     pub dry_run: bool,
     /// The daemon (on demand or service) also serves the HTTP API and the page at ADDR
-    /// (loopback), for `hooks-app open`
-    #[arg(long, value_name = "ADDR")]
+    /// (loopback), for `hooks-app open` [default: as set before]
+    #[arg(long, value_name = "ADDR", conflicts_with = "no_http")]
     pub http: Option<std::net::SocketAddr>,
+    /// The daemon serves no HTTP any more
+    #[arg(long)]
+    pub no_http: bool,
     /// How Claude Code hands events over: by running claude-hook (works without a daemon),
     /// or by POSTing to a daemon running with --http (no process per event)
     #[arg(long, value_enum, default_value_t = Transport::Command)]

@@ -54,7 +54,11 @@ pub fn install(a: &InstallArgs) -> InstallOptions {
         daemon: a.daemon,
         idle_exit: a.idle_exit,
         dry_run: a.dry_run,
-        http: a.http,
+        http: match (a.http, a.no_http) {
+            (_, true) => Some(None),
+            (Some(h), false) => Some(Some(h)),
+            (None, false) => None,
+        },
         transport: a.transport,
         http_url: a.http_url.clone(),
     }

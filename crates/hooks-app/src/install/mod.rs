@@ -119,9 +119,11 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
     for (ev, h) in &wanted {
         add(&mut expected, ev, h.clone());
     }
-    // Already installed as wanted, wherever the entries sit: leave the file alone.
+    // Already installed as wanted, wherever the entries sit: leave the file alone, and
+    // still apply the daemon's options given.
     if same_entries(&s.map, &expected) {
-        return apply(&s, s.text.as_deref(), a.dry_run, "installed").map(|_| ());
+        apply(&s, s.text.as_deref(), a.dry_run, "installed")?;
+        return daemon_setup(ctx, a);
     }
     let original = s.text.clone().unwrap_or_else(|| "{}".into());
     let (mut text, _) = strip_text(original.clone())?;

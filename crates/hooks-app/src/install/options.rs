@@ -7,10 +7,13 @@ use crate::options::{DaemonMode, Scope, Transport, Trigger};
 pub struct InstallOptions {
     pub scope: Scope,
     pub trigger: Trigger,
-    pub daemon: DaemonMode,
-    pub idle_exit: u64,
+    /// `None`: as set before (else on demand).
+    pub daemon: Option<DaemonMode>,
+    /// `None`: as set before (else 300 s).
+    pub idle_exit: Option<u64>,
     pub dry_run: bool,
-    pub http: Option<std::net::SocketAddr>,
+    /// `None`: as set before; `Some(None)`: no HTTP any more.
+    pub http: Option<Option<std::net::SocketAddr>>,
     pub transport: Transport,
     pub http_url: Option<String>,
 }

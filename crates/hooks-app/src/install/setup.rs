@@ -11,19 +11,55 @@ use crate::{AppError, AppResult, Context};
 /// Keeps the daemon mode for claude-hook and doctor, and writes the service unit.
 pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
     use crate::daemon::ondemand::{self, DaemonConfig};
+    // What is given changes; what is not is kept as it was set.
+    let before = ctx
+        .data_dir
+        .join("daemon.json")
+        .exists()
+        .then(|| DaemonConfig::read(&ctx.data_dir));
     let cfg = DaemonConfig {
-        mode: a.daemon,
-        idle_exit: a.idle_exit,
-        http: a.http,
+        mode: a
+            .daemon
+            .or(before.map(|b| b.mode))
+            .unwrap_or(DaemonMode::OnDemand),
+        idle_exit: a
+            .idle_exit
+            .or(before.map(|b| b.idle_exit))
+            .unwrap_or(crate::options::DEFAULT_IDLE_EXIT),
+        http: a.http.unwrap_or(before.and_then(|b| b.http)),
     };
-    if let Some(addr) = a.http {
+    if let Some(b) = before {
+        let mut changed = Vec::new();
+        if b.mode != cfg.mode {
+            changed.push(format!(
+                "daemon {} → {}",
+                ondemand::mode_name(b.mode),
+                ondemand::mode_name(cfg.mode)
+            ));
+        }
+        if b.idle_exit != cfg.idle_exit {
+            changed.push(format!("idle exit {} s → {} s", b.idle_exit, cfg.idle_exit));
+        }
+        if b.http != cfg.http {
+            let http = |h: Option<std::net::SocketAddr>| h.map_or("none".into(), |h| h.to_string());
+            changed.push(format!("http {} → {}", http(b.http), http(cfg.http)));
+        }
+        if !changed.is_empty() {
+            crate::say!(
+                "{}: {}",
+                if a.dry_run { "would change" } else { "changed" },
+                changed.join(", ")
+            );
+        }
+    }
+    if let Some(addr) = cfg.http {
         hooks_http::check_options(&hooks_http::HttpOptions {
             addr,
             no_auth: false,
             allow_insecure: false,
         })
         .map_err(AppError::invalid)?;
-        if a.daemon == DaemonMode::None {
+        if cfg.mode == DaemonMode::None {
             return Err(AppError::invalid(
                 "http: --http needs a daemon to serve it: --daemon on-demand (the default) or service",
             ));
@@ -33,9 +69,9 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
     if a.dry_run {
         crate::say!(
             "would set the daemon mode to {}",
-            ondemand::mode_name(a.daemon)
+            ondemand::mode_name(cfg.mode)
         );
-        if a.daemon == DaemonMode::Service {
+        if cfg.mode == DaemonMode::Service {
             crate::say!(
                 "would write {}:\n{}",
                 unit.display(),
@@ -57,12 +93,12 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
             "warning: install ran inside a Claude Code session, whose environment (a project's settings `env` among it) the daemon now gets; run `hooks-app install` again from your own shell"
         );
     }
-    match a.daemon {
+    match cfg.mode {
         DaemonMode::OnDemand => crate::say!(
             "daemon: on demand (claude-hook starts `serve` when it queues something; it exits after {} s with nothing pending; log: {}){}",
-            a.idle_exit,
+            cfg.idle_exit,
             ctx.data_dir.join(ondemand::LOG_FILE).display(),
-            a.http
+            cfg.http
                 .map(|h| format!("; while it runs it serves http://{h} (`hooks-app open`)"))
                 .unwrap_or_default()
         ),
