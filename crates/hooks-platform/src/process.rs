@@ -78,10 +78,11 @@ pub fn hostname() -> Option<String> {
 pub const DIES_WITH_PARENT: bool = crate::imp::DIES_WITH_PARENT;
 
 /// For a child between fork and exec: be killed when the thread that started it dies,
-/// where the system can say so (Linux); elsewhere nothing (a dead daemon's runs are ended
-/// by the next daemon, from their lease).
-pub fn die_with_parent() -> std::io::Result<()> {
-    crate::imp::die_with_parent()
+/// where the system can say so (Linux), and fail to start when `parent` (the starter's
+/// pid, taken before the fork) is already gone; elsewhere nothing (a dead daemon's runs
+/// are ended by the next daemon, from their lease).
+pub fn die_with_parent(parent: u32) -> std::io::Result<()> {
+    crate::imp::die_with_parent(parent)
 }
 
 /// Whether the `procStart` Claude Code wrote into `sessions/<pid>.json` names the process

@@ -260,7 +260,8 @@ impl Runner for ClaudeRunner {
         // the thread that started it dies (a daemon killed with SIGKILL); what the child
         // itself started is ended by the next daemon on the host, from the lease.
         unsafe {
-            cmd.pre_exec(hooks_platform::process::die_with_parent);
+            let parent = std::process::id();
+            cmd.pre_exec(move || hooks_platform::process::die_with_parent(parent));
         }
         let started = Instant::now();
         let mut child = cmd.spawn().map_err(|e| RunnerError::Spawn {

@@ -87,14 +87,18 @@ pub fn ticks_match(p: &Proc, ticks: u64) -> bool {
 
 pub const DIES_WITH_PARENT: bool = true;
 
-pub fn die_with_parent() -> std::io::Result<()> {
+pub fn die_with_parent(parent: u32) -> std::io::Result<()> {
     // SAFETY: prctl(2) with PR_SET_PDEATHSIG takes a signal number and has no memory
     // effects; it is async-signal-safe, so it may run between fork and exec.
-    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } != 0 {
+        return Err(std::io::Error::last_os_error());
     }
+    // A parent that died between the fork and the prctl sends no signal: the child must
+    // not go on as an orphan. SAFETY: getppid(2) cannot fail and touches no memory.
+    if u32::try_from(unsafe { libc::getppid() }).ok() != Some(parent) {
+        return Err(std::io::Error::other("the process that started it is gone"));
+    }
+    Ok(())
 }
 
 pub fn watch(

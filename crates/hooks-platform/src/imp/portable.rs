@@ -81,7 +81,7 @@ pub fn ticks_match(p: &Proc, ticks: u64) -> bool {
 
 pub const DIES_WITH_PARENT: bool = false;
 
-pub fn die_with_parent() -> std::io::Result<()> {
+pub fn die_with_parent(_parent: u32) -> std::io::Result<()> {
     Ok(())
 }
 
