@@ -144,7 +144,7 @@ pub fn listener_uid(ip: std::net::IpAddr, port: u16) -> Option<u32> {
 /// `lsof` tells it (macOS has it; where it is missing, `None`).
 pub fn connection_uid(local: std::net::SocketAddr, remote: std::net::SocketAddr) -> Option<u32> {
     let out = std::process::Command::new("lsof")
-        .args(["-nP", "-Fu"])
+        .args(["-nP", "-Fun"])
         .arg(format!("-iTCP@{}:{}", local.ip(), local.port()))
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
