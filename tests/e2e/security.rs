@@ -267,6 +267,13 @@ fn a_repositorys_settings_env_steers_no_follow_up() {
         sessions.contains(&"s-repo".to_owned()) && sessions.contains(&"s-mine".to_owned()),
         "both recorded in the user's store: {sessions:?}"
     );
+    // The on-demand daemon goes once idle, before the scratch home it writes in does.
+    assert!(
+        wait_until(30, || app.json(&["status"])["daemons"]
+            .as_array()
+            .is_some_and(|d| d.is_empty())),
+        "the daemon exits once idle"
+    );
 }
 
 /// Claude Code reports the shell's folder as a hook's `cwd`, and the agent may `cd` into a
