@@ -390,13 +390,17 @@ pub fn over_cap(cap: CostCap, view: &CostView) -> Option<String> {
     }
 }
 
-/// Dollars as people read them: cents from a cent up, four places below. Rounded up, so
-/// an amount over a cap never prints as equal to it.
+/// Dollars as people read them, the one rule every output uses: cents from a dollar up
+/// and for a whole number of cents, else four places (where single runs and small spends
+/// are). Rounded up, so an amount over a cap never prints as equal to it.
 pub fn usd(v: f64) -> String {
+    let cents = v * 100.0;
     if v <= 0.0 {
         "$0.00".to_owned()
-    } else if v >= 0.01 {
-        format!("${:.2}", (v * 100.0 - 1e-9).ceil() / 100.0)
+    } else if v >= 1.0 {
+        format!("${:.2}", (cents - 1e-9).ceil() / 100.0)
+    } else if (cents - cents.round()).abs() < 1e-9 {
+        format!("${:.2}", cents.round() / 100.0)
     } else {
         format!("${:.4}", (v * 10_000.0 - 1e-9).ceil() / 10_000.0)
     }

@@ -28,6 +28,7 @@ pub mod ports;
 pub mod prompt;
 pub mod queue;
 pub mod service;
+pub mod span;
 pub mod stamp;
 pub mod store;
 
