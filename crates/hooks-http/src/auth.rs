@@ -142,14 +142,83 @@ pub fn page_session(headers: &HeaderMap) -> Option<&str> {
 
 pub fn authenticate(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
     let caller = authenticate_inner(state, headers);
-    // A session has its lifetime renewed on each use.
+    // A session has its lifetime renewed on each use; its kept file now and then.
     if matches!(caller, Some(Caller::Page { .. }))
         && let Some(c) = page_session(headers)
         && let Some(s) = lock(&state.sessions).get_mut(c)
     {
         s.expires = std::time::Instant::now() + SESSION_TTL;
+        let until = unix_now() + SESSION_TTL.as_secs();
+        if until > s.kept_until + RENEW_KEPT_AFTER {
+            s.kept_until = until;
+            keep_session(&state.session_dir, c, &s.csrf, until);
+        }
     }
     caller
+}
+
+/// How far a session's lapse may move before its kept file is rewritten.
+const RENEW_KEPT_AFTER: u64 = 600;
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Writes a session's file (best effort: a session not kept lasts as long as the daemon).
+fn keep_session(dir: &Path, id: &str, csrf: &str, until: u64) {
+    let p = dir.join(token_hash(id));
+    if let Err(e) = write_private(&p, &format!("{csrf} {until}\n")) {
+        warn!(error = %e, "could not keep the page's session: it lasts while this daemon does");
+    }
+}
+
+/// The session kept for `id` by an earlier daemon, if it has not lapsed.
+fn kept_session(dir: &Path, id: &str) -> Option<PageSession> {
+    if id.len() > 128 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let text = hooks_platform::read_regular(
+        &dir.join(token_hash(id)),
+        hooks_platform::ReadLimit::bytes(4096),
+    )
+    .ok()?;
+    let text = String::from_utf8(text).ok()?;
+    let (csrf, until) = text.trim().split_once(' ')?;
+    let until: u64 = until.parse().ok()?;
+    let left = until.checked_sub(unix_now()).filter(|l| *l > 0)?;
+    Some(PageSession {
+        csrf: csrf.to_owned(),
+        expires: std::time::Instant::now() + std::time::Duration::from_secs(left),
+        kept_until: until,
+    })
+}
+
+/// Removes the kept sessions that lapsed, and the oldest beyond [`MAX_SESSIONS`].
+fn prune_kept(dir: &Path) {
+    let now = unix_now();
+    let mut kept: Vec<(u64, std::path::PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .map(|p| {
+            let until = hooks_platform::read_regular(&p, hooks_platform::ReadLimit::bytes(4096))
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|t| t.trim().split_once(' ').and_then(|(_, u)| u.parse().ok()))
+                .unwrap_or(0);
+            (until, p)
+        })
+        .collect();
+    kept.sort();
+    let over = kept.len().saturating_sub(MAX_SESSIONS);
+    for (i, (until, p)) in kept.iter().enumerate() {
+        if *until <= now || i < over {
+            let _ = std::fs::remove_file(p);
+        }
+    }
 }
 
 fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
@@ -176,12 +245,24 @@ fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> 
     let mut sessions = lock(&state.sessions);
     let now = std::time::Instant::now();
     sessions.retain(|_, s| s.expires > now);
-    sessions
+    if let Some(s) = sessions
         .iter()
         .find(|(k, _)| same(k.as_bytes(), c.as_bytes()))
-        .map(|(_, s)| Caller::Page {
+        .map(|(_, s)| s)
+    {
+        return Some(Caller::Page {
             csrf: s.csrf.clone(),
-        })
+        });
+    }
+    // Made by an earlier daemon (this one restarted since): its kept file says.
+    let kept = kept_session(&state.session_dir, c)?;
+    let caller = Caller::Page {
+        csrf: kept.csrf.clone(),
+    };
+    if sessions.len() < MAX_SESSIONS {
+        sessions.insert(c.to_owned(), kept);
+    }
+    Some(caller)
 }
 
 /// A state-changing request from the page must carry its CSRF token (header or form field)
@@ -229,14 +310,18 @@ pub async fn login(State(state): State<Arc<HttpState>>, q: Params) -> Response {
                 None => break,
             };
         }
+        let until = unix_now() + SESSION_TTL.as_secs();
+        keep_session(&state.session_dir, &id, &csrf, until);
         sessions.insert(
             id.clone(),
             PageSession {
                 csrf,
                 expires: now + SESSION_TTL,
+                kept_until: until,
             },
         );
     }
+    prune_kept(&state.session_dir);
     respond(
         StatusCode::OK,
         "text/html; charset=utf-8",
@@ -271,6 +356,7 @@ pub async fn logout(
     }
     if let Some(id) = id {
         lock(&state.sessions).remove(&id);
+        let _ = std::fs::remove_file(state.session_dir.join(token_hash(&id)));
     }
     respond(
         StatusCode::OK,

@@ -26,6 +26,11 @@ use crate::Backend;
 /// Where one-time login tokens wait to be used.
 pub const LOGIN_DIR: &str = "http-logins";
 
+/// Where page sessions are kept, so a login outlives the daemon that made it: one 0600
+/// file a session, named by the SHA-256 of its id (a copy of the folder logs nobody in),
+/// holding its CSRF token and when it lapses.
+pub const SESSION_DIR: &str = "http-sessions";
+
 /// The most a request body may hold.
 pub const MAX_BODY: usize = 1024 * 1024;
 
@@ -134,6 +139,7 @@ pub struct HttpState {
     /// When this server started: `/metrics` counts the runs since.
     pub(crate) started_at: hooks_core::stamp::Timestamp,
     pub(crate) login_dir: PathBuf,
+    pub(crate) session_dir: PathBuf,
     /// Page sessions: the id the page sends (`Authorization: Page <id>`) → its CSRF token
     /// and when it lapses.
     pub(crate) sessions: Mutex<HashMap<String, PageSession>>,
@@ -144,6 +150,9 @@ pub struct HttpState {
 pub(crate) struct PageSession {
     pub(crate) csrf: String,
     pub(crate) expires: std::time::Instant,
+    /// When the kept file says it lapses (Unix seconds): rewritten once the renewed lapse
+    /// is well past it, not on every request.
+    pub(crate) kept_until: u64,
 }
 
 impl HttpState {
@@ -164,6 +173,7 @@ impl HttpState {
             hook_token: config.hook_token,
             metrics: config.metrics,
             login_dir: config.data_dir.join(LOGIN_DIR),
+            session_dir: config.data_dir.join(SESSION_DIR),
             sessions: Mutex::new(HashMap::new()),
             addr: config.addr,
         }
