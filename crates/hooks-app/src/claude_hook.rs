@@ -227,11 +227,57 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
-    let (_, wanted) = rt.block_on(carry_out(&service, &plan))?;
+    let (reports, wanted) = rt.block_on(carry_out(&service, &plan))?;
     if wanted {
         start_daemon(ctx);
     }
+    // A finished turn's Stop: the TUI shows the person what is coming (a SessionEnd's
+    // output reaches nobody, a StopFailure's is ignored).
+    if plan.event.event == Event::ConversationDone
+        && !plan.closed
+        && let Some(text) = heads_up(&reports, service.now())
+    {
+        println!("{}", hooks_claude_code::hook_output::system_message(&text));
+    }
     Ok(())
+}
+
+/// A wait as a person reads it: seconds under a minute, then minutes, then hours and
+/// minutes (due times are whole seconds rounded up, so the odd second is dropped).
+fn roughly(secs: i64) -> String {
+    match secs.max(0) {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", (s + 30) / 60),
+        s => match (s + 30) / 60 {
+            m if m % 60 == 0 => format!("{}h", m / 60),
+            m => format!("{}h{:02}m", m / 60, m % 60),
+        },
+    }
+}
+
+/// The one line the person is shown when a finished turn queued follow-ups: which, when,
+/// and how to stop them. `None` when nothing was queued.
+pub fn heads_up(
+    reports: &[hooks_core::service::NotifyReport],
+    now: hooks_core::stamp::Timestamp,
+) -> Option<String> {
+    let queued: Vec<String> = reports
+        .iter()
+        .filter_map(|r| match r.outcome {
+            hooks_core::service::NotifyOutcome::Queued { due_at } => Some(format!(
+                "{} in {}",
+                r.hook_id,
+                roughly((due_at - now).whole_seconds())
+            )),
+            hooks_core::service::NotifyOutcome::Skipped(_) => None,
+        })
+        .collect();
+    (!queued.is_empty()).then(|| {
+        format!(
+            "hooks-app will follow up this conversation: {} (`hooks-app pause` stops them)",
+            queued.join(", ")
+        )
+    })
 }
 
 /// In the on-demand mode, a daemon for what was just queued. What was queued is durable

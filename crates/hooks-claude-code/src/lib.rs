@@ -1,5 +1,5 @@
 //! Claude Code's own formats, as hooks-app meets them on its driving side: the hook input
-//! Claude Code sends ([`hook_input`]), and its `settings.json`, where `install` puts this
+//! Claude Code sends ([`hook_input`]) and what a hook may answer ([`hook_output`]), and its `settings.json`, where `install` puts this
 //! app's handlers and `uninstall` takes them out byte for byte ([`settings`], on the
 //! text editor [`jsonedit`]), the settings files of each scope on disk and what install
 //! created in them ([`files`]), and the releases it was tested against ([`versions`]).
@@ -11,6 +11,7 @@
 
 pub mod files;
 pub mod hook_input;
+pub mod hook_output;
 pub mod jsonedit;
 pub mod settings;
 pub mod versions;
