@@ -25,6 +25,9 @@ pub struct Policy {
     pub max_retries: u32,
     /// How long an entry waits for a conversation someone has open to be closed.
     pub open_wait: Duration,
+    /// Deliver a follow-up into a conversation open in the TUI, where the running CLI
+    /// offers a way in (`--deliver auto`); `false` waits for the close (`closed`).
+    pub deliver_open: bool,
 }
 
 impl Default for Policy {
@@ -34,6 +37,7 @@ impl Default for Policy {
             retry_delay: Duration::seconds(60),
             max_retries: 10,
             open_wait: Duration::hours(24),
+            deliver_open: true,
         }
     }
 }
@@ -135,6 +139,17 @@ pub fn ceil_to_second(t: Timestamp) -> Timestamp {
     }
 }
 
+/// How a wait for an open conversation's turn to end starts.
+pub const OPEN_BUSY_WAIT: &str = "waits for the turn to end";
+/// How soon an entry waiting for an open conversation's turn to end looks again.
+pub const OPEN_BUSY_LOOK: Duration = Duration::seconds(1);
+/// How the reason of an entry whose delivery into the open conversation was not taken
+/// starts: it is not delivered again, and is resumed after the close.
+pub const NOT_TAKEN: &str = "not taken by the open conversation";
+
+/// Why a failure's follow-up is skipped when the conversation went on without it.
+pub const WENT_ON: &str = "the conversation went on after the failure";
+
 /// How the reason of an entry waiting for its transcript to go quiet starts.
 pub const QUIET_WAIT: &str = "conversation still being written to";
 
@@ -144,6 +159,8 @@ pub enum NotReady {
     /// The transcript changed within the quiet period.
     Active,
     TranscriptNotFound,
+    /// A cap or a budget needs an estimate, and no model is known for the conversation.
+    NoModel,
 }
 
 impl NotReady {
@@ -155,6 +172,10 @@ impl NotReady {
             NotReady::TranscriptNotFound => {
                 Status::skipped(format!("transcript not found after {retries} retries"))
             }
+            NotReady::NoModel => Status::skipped(format!(
+                "no model known for the conversation after {retries} retries, so no estimate \
+                 (name one in the prompt file or Claude Code's settings)"
+            )),
         }
     }
 }
@@ -164,6 +185,7 @@ impl fmt::Display for NotReady {
         f.write_str(match self {
             NotReady::Active => "conversation still active",
             NotReady::TranscriptNotFound => "transcript not found yet",
+            NotReady::NoModel => "no model known for the conversation yet, so no estimate",
         })
     }
 }
@@ -210,6 +232,10 @@ pub struct FireInput<'a> {
     pub budget: Option<&'a BudgetView>,
     /// Follow-ups are paused, when they are (whether it still holds is judged here).
     pub paused: Option<&'a Pause>,
+    /// The follow-up could be delivered into the conversation, were it open with a way
+    /// in: delivery is on, the runner can, the prompt asks for no run options, and no
+    /// earlier delivery of this entry went untaken.
+    pub can_deliver: bool,
     pub now: Timestamp,
     pub policy: Policy,
 }
@@ -286,7 +312,32 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
             hook.max_lateness.seconds()
         )));
     }
-    if let Some(open) = &i.facts.open {
+    // Open with a way in: idle, it is delivered there (below, after the other rules);
+    // busy, it is looked at again in a moment, so it arrives as soon as the person's turn
+    // ends, never in the middle of it.
+    let deliverable = i
+        .facts
+        .open
+        .as_ref()
+        .filter(|o| i.can_deliver && o.inbox.is_some());
+    if let Some(open) = deliverable
+        && !open.is_idle()
+    {
+        return FireDecision::Wait {
+            due_at: now + OPEN_BUSY_LOOK,
+            waiting: Waiting {
+                reason: format!(
+                    "{OPEN_BUSY_WAIT}: conversation open in claude, {open}; delivered into it once idle"
+                ),
+                since: match &i.entry.waiting {
+                    Some(w) if w.reason.starts_with(OPEN_BUSY_WAIT) => w.since,
+                    _ => now,
+                },
+                open: false,
+            },
+        };
+    }
+    if let Some(open) = i.facts.open.as_ref().filter(|_| deliverable.is_none()) {
         // The wait counts from when it was first found open: an entry found late (the
         // daemon was down) still gets the whole wait.
         let since = match &i.entry.waiting {
@@ -300,10 +351,22 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
                 crate::live::format_span(limit)
             )));
         }
+        // An open TUI at a limit's reset continues the conversation itself (a
+        // subscription's `autoContinueAtUsageLimit`): hooks-app does nothing meanwhile,
+        // and after the close follows it up only if the turn is still the failed one.
+        let reason = if i.entry.error == Some(crate::failure::FailureKind::RateLimit) {
+            format!(
+                "conversation open in claude, {open}: Claude Code continues it itself after \
+                 the limit's reset where it can; hooks-app continues it once after the close \
+                 only if nothing did"
+            )
+        } else {
+            format!("conversation open in claude, {open}")
+        };
         return FireDecision::Wait {
             due_at: since + limit,
             waiting: Waiting {
-                reason: format!("conversation open in claude, {open}"),
+                reason,
                 since,
                 open: true,
             },
@@ -358,6 +421,15 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
             why,
         };
     }
+    // A failure is followed up only while it is the conversation's last word: a turn
+    // answered since (the person's, Claude Code's own continue, another follow-up) means
+    // it went on without this one.
+    if hook.event == crate::model::Event::ConversationFailed
+        && let (Some(t), Some(failed)) = (&i.facts.transcript, i.entry.queued_at)
+        && t.went_on_after(failed)
+    {
+        return FireDecision::Finish(Status::skipped(WENT_ON));
+    }
     if hook.skip_subagents && i.facts.is_subagent() {
         return FireDecision::Finish(Status::skipped(SkipReason::Subagent.to_string()));
     }
@@ -383,6 +455,20 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         });
     }
     let cost = i.cost.unwrap_or(&CostView::NoModel);
+    // A cap or a budget needs an estimate. With no model known yet (a conversation whose
+    // first turn failed, no model in the prompt file or the settings), it is tried again
+    // later rather than skipped for good: a reply or a setting may name one.
+    if matches!(cost, CostView::NoModel) && (hook.max_cost.usd().is_some() || i.budget.is_some()) {
+        let retries = i.entry.retries;
+        if retries >= i.policy.max_retries {
+            return FireDecision::Finish(NotReady::NoModel.give_up(retries));
+        }
+        return FireDecision::Retry {
+            due_at: now + i.policy.retry_delay,
+            retries: retries + 1,
+            why: NotReady::NoModel,
+        };
+    }
     if let Some(why) = cost::over_cap(hook.max_cost, cost) {
         return FireDecision::Finish(Status::skipped(why));
     }

@@ -239,6 +239,19 @@ pub fn wait_reason(kind: FailureKind, until: Timestamp, attempt: u32) -> String 
     }
 }
 
+/// What the run log says of an attempt that met `kind` and went back to the queue, due
+/// `until` for attempt `attempt`: `rate limited, back in the queue, due …`.
+pub fn requeued_text(kind: FailureKind, until: Timestamp, attempt: u32) -> String {
+    let what = match kind {
+        FailureKind::RateLimit => "rate limited".to_owned(),
+        k => k.to_string(),
+    };
+    format!(
+        "{what}, back in the queue, due {} (attempt {attempt} of {MAX_ATTEMPTS})",
+        stamp::format(until)
+    )
+}
+
 /// A reset time as a limit message states it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ResetText {

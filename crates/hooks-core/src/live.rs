@@ -33,6 +33,27 @@ pub struct OpenSession {
     pub kind: Option<String>,
     /// `idle` or `busy`, as the file says.
     pub status: Option<String>,
+    /// Where the running CLI takes a message into this conversation (Claude Code 2.1.332's
+    /// per-session inbox socket, the user's own), when it offers one.
+    pub inbox: Option<String>,
+}
+
+impl OpenSession {
+    /// Whether the conversation waits for the person: a turn delivered now runs at once.
+    pub fn is_idle(&self) -> bool {
+        self.status.as_deref() == Some("idle")
+    }
+}
+
+/// A follow-up delivered into the conversation a person has open, as one turn of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenDelivery {
+    /// The inbox the running CLI reads ([`OpenSession::inbox`]).
+    pub inbox: String,
+    /// The process that holds the conversation open.
+    pub pid: u32,
+    /// The conversation's transcript, where the turn and its outcome are read.
+    pub transcript: String,
 }
 
 impl fmt::Display for OpenSession {

@@ -117,22 +117,24 @@ fn whole_in(
     }
 }
 
-const DELAY_RULE: &str = "must be a whole number from 0 to 86400";
+const DELAY_RULE: &str = "must be a whole number from 0 to 86400 (seconds), or a length of time such as 30s, 5m, 2h or 1d up to a day";
 const CAP_RULE: &str = "must be a whole number ≥ 0";
 
 impl Delay {
     pub fn from_seconds(s: i64) -> Result<Self, ValidationError> {
         whole_in("delaySeconds", DELAY_RULE, MAX_DELAY_SECONDS, Ok(s)).map(Self)
     }
-    /// From a decimal string, as typed on a command line.
+    /// As typed on a command line or a form: whole seconds, or a length of time in the one
+    /// form every length takes (`30s`, `5m`, `2h`, `1d`; [`crate::span::parse_span`]).
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
-        whole_in(
-            "delaySeconds",
-            DELAY_RULE,
-            MAX_DELAY_SECONDS,
-            s.trim().parse::<i64>().map_err(|_| s),
-        )
-        .map(Self)
+        let secs = match s.trim().parse::<i64>() {
+            Ok(n) => Ok(n),
+            Err(_) if s.trim().starts_with('-') => Err(s),
+            Err(_) => crate::span::parse_span("delaySeconds", s)
+                .map(|d| d.whole_seconds())
+                .map_err(|_| s),
+        };
+        whole_in("delaySeconds", DELAY_RULE, MAX_DELAY_SECONDS, secs).map(Self)
     }
     pub fn seconds(self) -> u32 {
         self.0
@@ -332,6 +334,9 @@ pub enum Status {
     Ok,
     Error(String),
     Skipped(String),
+    /// The run met a usage limit or an overload and its entry went back to the queue:
+    /// not a failure, another attempt comes (`requeued: rate limited, due …`).
+    Requeued(String),
     /// A string in the store that is none of the above; kept as it was.
     Other(String),
 }
@@ -350,6 +355,8 @@ impl Status {
             Status::Error(r.to_owned())
         } else if let Some(r) = s.strip_prefix("skipped: ") {
             Status::Skipped(r.to_owned())
+        } else if let Some(r) = s.strip_prefix("requeued: ") {
+            Status::Requeued(r.to_owned())
         } else {
             Status::Other(s.to_owned())
         }
@@ -365,6 +372,7 @@ impl fmt::Display for Status {
             Status::Ok => f.write_str("ok"),
             Status::Error(r) => write!(f, "error: {r}"),
             Status::Skipped(r) => write!(f, "skipped: {r}"),
+            Status::Requeued(r) => write!(f, "requeued: {r}"),
             Status::Other(r) => f.write_str(r),
         }
     }
@@ -902,6 +910,21 @@ pub struct TranscriptFacts {
     pub last_assistant_text: Option<String>,
     /// The model that wrote the last real assistant message (`message.model`).
     pub model: Option<String>,
+    /// When the last real assistant message was written (its line's `timestamp`).
+    pub last_reply_at: Option<Timestamp>,
+    /// The conversation's last assistant line is an API error Claude Code wrote in place
+    /// of a reply (`isApiErrorMessage`): its last turn failed and nothing answered since.
+    pub ends_in_error: bool,
+}
+
+impl TranscriptFacts {
+    /// Whether the conversation took a turn that was answered after a failure at `failed`
+    /// (when its entry was queued): it no longer ends in an error, and its last reply is
+    /// newer. A person's prompt, Claude Code's own continue at a limit and another
+    /// follow-up all count; a `/exit` or a turn that failed again does not.
+    pub fn went_on_after(&self, failed: Timestamp) -> bool {
+        !self.ends_in_error && self.last_reply_at.is_some_and(|r| r > failed)
+    }
 }
 
 /// Everything the app knows about a session when it decides.
@@ -914,6 +937,10 @@ pub struct SessionFacts {
     pub open: Option<OpenSession>,
     /// The session's run lease, if one is held or was left behind.
     pub lease: Option<LeaseInfo>,
+    /// The model Claude Code's settings choose for the conversation's folder (its local
+    /// project settings, then the project's, then the user's), when one is set: what a
+    /// conversation with no reply yet runs on.
+    pub settings_model: Option<String>,
 }
 
 impl SessionFacts {
@@ -989,10 +1016,37 @@ pub struct RunOutcome {
     pub duration_ms: Option<u64>,
     /// The session id the CLI reported.
     pub session_id: Option<String>,
-    /// The reply text, when there was one.
+    /// The reply text, when there was one. Kept in the run log bounded by
+    /// [`RunOutcome::with_kept_reply`]: a person reads what the follow-up did there.
     pub result_text: Option<String>,
     /// The HTTP status of the API error the run ended on (`429`, `529`), when it did.
     pub api_error_status: Option<u16>,
+}
+
+/// How much of a reply's head, and as much of its tail, the run log keeps.
+pub const REPLY_KEEP_BYTES: usize = 4096;
+
+/// `text` whole when it is at most twice [`REPLY_KEEP_BYTES`], else its first and last
+/// [`REPLY_KEEP_BYTES`] (to a character boundary) around a line saying how much was left
+/// out.
+pub fn keep_reply(text: &str) -> String {
+    if text.len() <= 2 * REPLY_KEEP_BYTES {
+        return text.to_owned();
+    }
+    let mut head = REPLY_KEEP_BYTES;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - REPLY_KEEP_BYTES;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} bytes left out …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
 }
 
 /// The most one follow-up may be reported to have cost: a figure above it is a runner's
@@ -1004,6 +1058,12 @@ impl RunOutcome {
         self.status
             .clone()
             .unwrap_or_else(|| Status::error("the run reported no status"))
+    }
+
+    /// The outcome with its reply bounded for the run log ([`keep_reply`]).
+    pub fn with_kept_reply(mut self) -> Self {
+        self.result_text = self.result_text.as_deref().map(keep_reply);
+        self
     }
 
     /// The outcome with an impossible cost refused: a negative, non-finite or absurd one
@@ -1042,6 +1102,9 @@ pub struct RunRecord {
     pub estimated_cost_usd: Option<f64>,
     /// The model it was priced as (or named, where it had no price).
     pub model: Option<String>,
+    /// Delivered into the conversation a person had open in the TUI, as one turn of it,
+    /// rather than resumed by a process of its own.
+    pub delivered: bool,
 }
 
 impl RunRecord {
@@ -1092,6 +1155,7 @@ pub fn fold_runs(lines: impl IntoIterator<Item = RunRecord>) -> Vec<RunRecord> {
                 old.finished_at = r.finished_at.or(old.finished_at);
                 old.estimated_cost_usd = r.estimated_cost_usd.or(old.estimated_cost_usd);
                 old.model = r.model.or(old.model.take());
+                old.delivered |= r.delivered;
                 if r.finished_at.is_some() || r.outcome != RunOutcome::default() {
                     old.outcome = r.outcome;
                 }

@@ -115,6 +115,15 @@ pub trait HookStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Clears `owner`'s claims on `keys`, leaving the entries queued.
     async fn release(&self, keys: &[EntryKey], owner: &str) -> Result<(), StoreError>;
+    /// Removes the entries among `keys` that no live claim holds at `now`, in one write,
+    /// and returns them ([`crate::queue::drop_unclaimed`]): a person dropping queued
+    /// follow-ups. An entry being fired is left to its claimer; a key not queued is passed
+    /// over. Records nothing: the caller logs what it dropped.
+    async fn drop_unclaimed(
+        &self,
+        keys: &[EntryKey],
+        now: Timestamp,
+    ) -> Result<Vec<PendingEntry>, StoreError>;
     /// Records an outcome on a hook without touching the queue (a no-op if it was deleted).
     async fn record(
         &self,
@@ -314,7 +323,14 @@ pub struct RunRequest {
     pub hook_id: HookId,
     pub session_id: SessionId,
     pub cwd: String,
+    /// Rendered: its variables filled.
     pub prompt: Prompt,
+    /// Deliver the prompt into the conversation a person has open, as one turn of it,
+    /// rather than resume it: set only for a runner that says it can
+    /// ([`Runner::delivers_into_open`]) and a prompt with no run options. A delivery the
+    /// conversation never took ends with a [`crate::Status::Requeued`] outcome: it is no
+    /// run, and the entry goes back to wait for the close.
+    pub into_open: Option<crate::live::OpenDelivery>,
 }
 
 /// Errors of a [`Runner`]: the run could not be started at all.
@@ -332,6 +348,11 @@ pub enum RunnerError {
 #[async_trait]
 pub trait Runner: Send + Sync {
     async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError>;
+    /// Whether it can deliver a follow-up into a conversation open in the agent's
+    /// interactive CLI ([`RunRequest::into_open`]). None can unless it says so.
+    fn delivers_into_open(&self) -> bool {
+        false
+    }
     /// Ends the processes left in the process group `group` led (with start times at or
     /// after its own) by a run whose runner died; returns how many were signalled.
     async fn end_leftovers(&self, group: &ProcessRef) -> usize;

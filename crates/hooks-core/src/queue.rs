@@ -230,6 +230,20 @@ pub fn release(pending: &mut [PendingEntry], keys: &[EntryKey], owner: &str) {
     }
 }
 
+/// Takes the entries among `keys` that no live claim holds at `now` out of `pending`, in
+/// queue order, and returns them.
+pub fn drop_unclaimed(
+    pending: &mut Vec<PendingEntry>,
+    keys: &[EntryKey],
+    now: Timestamp,
+) -> Vec<PendingEntry> {
+    let (gone, kept) = std::mem::take(pending)
+        .into_iter()
+        .partition(|p| !p.is_claimed(now) && keys.contains(&p.key()));
+    *pending = kept;
+    gone
+}
+
 /// Records an outcome on a hook: its last status, and a history line for a run.
 pub fn record(hook: &mut Hook, session: &SessionId, record: &HookRecord) {
     hook.last_status = Some(record.status.clone());

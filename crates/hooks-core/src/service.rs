@@ -189,6 +189,8 @@ struct FirePlan {
     model: Option<String>,
     /// The values of the prompt's variables.
     vars: BTreeMap<&'static str, String>,
+    /// Delivered into the conversation a person has open, not resumed.
+    into_open: Option<crate::live::OpenDelivery>,
 }
 
 /// The values of a prompt's variables for a follow-up of `hook` on `entry`'s conversation.
@@ -516,6 +518,24 @@ impl Service {
             _ => None,
         };
         let paused = store.pause().await?;
+        // Into the open conversation only what it can take as it is: no run options (a
+        // model, a permission mode, tools, turns, a system prompt) that only a resumed run
+        // could honour, not again once a delivery of this entry went untaken, and not the
+        // continuation of a usage limit.
+        let can_deliver = self.config.policy.deliver_open
+            && self.ports.runner.delivers_into_open()
+            && facts.transcript.is_some()
+            && matches!(&prompt, Some(Ok(p)) if crate::prompt::RunOptions {
+                max_budget: p.options.max_budget,
+                ..Default::default()
+            } == p.options)
+            && !entry
+                .waiting
+                .as_ref()
+                .is_some_and(|w| w.reason.starts_with(decide::NOT_TAKEN))
+            // A TUI left open at a usage limit continues the conversation itself after the
+            // reset: a second "carry on" would be a second turn. It waits for the close.
+            && entry.error != Some(FailureKind::RateLimit);
         let decision = decide::decide_fire(FireInput {
             hook: hook.as_ref(),
             entry,
@@ -525,6 +545,7 @@ impl Service {
             cost: cost.as_ref(),
             budget: budget.as_ref(),
             paused: paused.as_ref(),
+            can_deliver,
             now,
             policy: self.config.policy,
         });
@@ -549,7 +570,25 @@ impl Service {
                 due_at,
                 retries,
                 why,
-            } => match store.requeue(&key, owner, due_at, retries, None).await {
+            } => match store
+                .requeue(
+                    &key,
+                    owner,
+                    due_at,
+                    retries,
+                    // What `pending` and the page show of it, not only the daemon's log.
+                    Some(Waiting {
+                        reason: format!(
+                            "{why}: tries again at {} (retry {retries} of {})",
+                            crate::stamp::format(due_at),
+                            self.config.policy.max_retries
+                        ),
+                        since: now,
+                        open: false,
+                    }),
+                )
+                .await
+            {
                 Ok(()) => FireAction::Retried {
                     due_at,
                     retries,
@@ -577,6 +616,17 @@ impl Service {
                         _ => (None, None),
                     };
                     let vars = prompt_vars(entry, &hook, &facts, cwd);
+                    // decide_fire fires on an open conversation only to deliver into it.
+                    let into_open = match (&facts.open, &facts.transcript) {
+                        (Some(o), Some(t)) if can_deliver => {
+                            o.inbox.as_ref().map(|inbox| crate::live::OpenDelivery {
+                                inbox: inbox.clone(),
+                                pid: o.pid,
+                                transcript: t.path.clone(),
+                            })
+                        }
+                        _ => None,
+                    };
                     return Ok(Decided::Fire(Box::new(FirePlan {
                         hook,
                         prompt,
@@ -584,6 +634,7 @@ impl Service {
                         estimate,
                         model,
                         vars,
+                        into_open,
                     })));
                 }
                 // decide_fire fires only with all three; should that ever break, record it
@@ -667,6 +718,31 @@ impl Service {
         })
     }
 
+    /// Drops the queued entries `keys` that nobody is firing, each ending as `skipped: why`
+    /// on its hook and in the run log; returns what it dropped. An entry being fired is
+    /// left to its claimer (run it or not, it ends once).
+    pub async fn drop_pending(
+        &self,
+        keys: &[EntryKey],
+        why: &str,
+    ) -> Result<(Vec<PendingEntry>, Vec<String>), ServiceError> {
+        let gone = self.ports.store.drop_unclaimed(keys, self.now()).await?;
+        let status = Status::skipped(why);
+        let mut warnings = Vec::new();
+        for e in &gone {
+            let record = HookRecord {
+                status: status.clone(),
+                fired_at: None,
+            };
+            self.ports
+                .store
+                .record(&e.hook_id, &e.session_id, record)
+                .await?;
+            self.log_ended(e, &status, &mut warnings).await;
+        }
+        Ok((gone, warnings))
+    }
+
     /// One run-log line for an entry that ended without starting a process: no process,
     /// no cost, started and finished now.
     async fn log_ended(&self, entry: &PendingEntry, status: &Status, warnings: &mut Vec<String>) {
@@ -685,6 +761,7 @@ impl Service {
             },
             estimated_cost_usd: None,
             model: None,
+            delivered: false,
         };
         if let Err(e) = self.ports.store.append_run(&record).await {
             warnings.push(format!(
@@ -825,6 +902,7 @@ impl Service {
             },
             estimated_cost_usd: None,
             model: None,
+            delivered: false,
         }
     }
 
@@ -860,7 +938,9 @@ impl Service {
             estimate: estimated_cost_usd,
             model,
             vars,
+            into_open,
         } = plan;
+        let delivered = into_open.is_some();
         prompt.body =
             crate::prompt::render(&prompt.body, |v| vars.get(v).cloned().unwrap_or_default());
         let key = entry.key();
@@ -910,6 +990,7 @@ impl Service {
             outcome: RunOutcome::default(),
             estimated_cost_usd,
             model,
+            delivered,
         };
         // Logged before the child starts: a run that may cost money is never invisible.
         let outcome = match self.ports.store.append_run(&record).await {
@@ -925,6 +1006,7 @@ impl Service {
                     session_id: session.clone(),
                     cwd,
                     prompt,
+                    into_open,
                 };
                 match self.ports.runner.start(&request).await {
                     Err(e) => RunOutcome {
@@ -959,7 +1041,33 @@ impl Service {
             }
         };
         record.finished_at = Some(self.now());
-        record.outcome = outcome.with_sane_cost();
+        record.outcome = outcome.with_sane_cost().with_kept_reply();
+        if delivered {
+            if let Some(Status::Requeued(why)) = &record.outcome.status {
+                // The open conversation never took it: no run. It waits for the close and
+                // is resumed then, never delivered again.
+                let why = why.clone();
+                self.ports.store.append_run(&record).await?;
+                self.ports.meta.unstamp(session, &hook.id).await?;
+                self.ports.meta.end_lease(session, &lease.run_id).await?;
+                let now = self.now();
+                let waiting = Waiting {
+                    reason: format!("{} ({why}); resumed once it is closed", decide::NOT_TAKEN),
+                    since: now,
+                    open: true,
+                };
+                return self
+                    .wait(entry, now + self.config.policy.open_wait, waiting)
+                    .await;
+            }
+            // Priced like any run: the turn's usage at the model's price.
+            if record.outcome.cost_usd.is_none()
+                && let (Some(u), Some(m)) = (&record.outcome.usage, &record.model)
+                && let Some((_, price)) = self.config.prices.lookup(m)
+            {
+                record.outcome.cost_usd = Some(price.cost(u));
+            }
+        }
         if let Some(kind) = record
             .outcome
             .api_error_status
@@ -1042,6 +1150,15 @@ impl Service {
             since: now,
             open: false,
         };
+        // Not a failure: the attempt says what became of it (what the CLI said is its
+        // reply).
+        let mut record = record.clone();
+        record.outcome.status = Some(Status::Requeued(failure::requeued_text(
+            kind,
+            due_at,
+            attempt + 1,
+        )));
+        let record = &record;
         self.ports.store.append_run(record).await?;
         self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
         let requeued = self
@@ -1266,7 +1383,8 @@ impl Service {
     }
 
     /// What a follow-up of `hook` with `prompt` on a conversation with `facts` would cost:
-    /// the prompt file's model, else the one that wrote the conversation's last reply; its
+    /// the prompt file's model, else the one that wrote the conversation's last reply, else
+    /// the one Claude Code's settings choose for it; its
     /// context as cache writes; the output the hook's recent runs wrote (their median).
     pub async fn cost_view(&self, hook: &Hook, prompt: &Prompt, facts: &SessionFacts) -> CostView {
         let transcript = facts.transcript.as_ref();
@@ -1275,6 +1393,7 @@ impl Service {
             .model
             .clone()
             .or_else(|| transcript.and_then(|t| t.model.clone()))
+            .or_else(|| facts.settings_model.clone())
         else {
             return CostView::NoModel;
         };

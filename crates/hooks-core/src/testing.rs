@@ -204,6 +204,13 @@ impl HookStore for InMemoryStore {
         queue::release(&mut lock(&self.0).pending, keys, owner);
         Ok(())
     }
+    async fn drop_unclaimed(
+        &self,
+        keys: &[EntryKey],
+        now: Timestamp,
+    ) -> Result<Vec<PendingEntry>, StoreError> {
+        Ok(queue::drop_unclaimed(&mut lock(&self.0).pending, keys, now))
+    }
     async fn record(
         &self,
         hook: &HookId,
@@ -316,6 +323,7 @@ impl SessionMeta for InMemoryMeta {
             transcript: lock(&self.transcripts).get(session).cloned(),
             open: lock(&self.open).get(session).cloned(),
             lease: lease.map(|l| self.judge(l)),
+            settings_model: None,
         })
     }
     async fn begin_run(
@@ -533,6 +541,7 @@ pub struct ScriptedRunner {
     outcome: Mutex<Result<RunOutcome, RunnerError>>,
     calls: Mutex<Vec<RunRequest>>,
     count: AtomicUsize,
+    delivers: std::sync::atomic::AtomicBool,
 }
 
 impl ScriptedRunner {
@@ -549,7 +558,12 @@ impl ScriptedRunner {
             outcome: Mutex::new(outcome),
             calls: Mutex::default(),
             count: AtomicUsize::new(0),
+            delivers: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+    /// Whether it says it delivers into an open conversation (it does not, by default).
+    pub fn set_delivers(&self, yes: bool) {
+        self.delivers.store(yes, Ordering::SeqCst);
     }
     /// What the next runs end with.
     pub fn set_outcome(&self, outcome: Result<RunOutcome, RunnerError>) {
@@ -577,6 +591,9 @@ impl RunHandle for Finished {
 
 #[async_trait]
 impl Runner for ScriptedRunner {
+    fn delivers_into_open(&self) -> bool {
+        self.delivers.load(Ordering::SeqCst)
+    }
     async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
         self.count.fetch_add(1, Ordering::SeqCst);
         lock(&self.calls).push(request.clone());

@@ -508,6 +508,8 @@ fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> Transcri
         cwd: Some("/work".into()),
         last_assistant_text: None,
         model: None,
+        last_reply_at: None,
+        ends_in_error: false,
     }
 }
 
@@ -531,6 +533,7 @@ fn fire_decision_table() {
         transcript: Some(transcript(60, Some(1000), false)),
         open: None,
         lease: None,
+        settings_model: None,
     };
     let stamped = SessionFacts {
         state: SessionState {
@@ -806,6 +809,7 @@ fn fire_decision_table() {
             cost: None,
             budget: None,
             paused: None,
+            can_deliver: false,
             now,
             policy,
         });
@@ -831,6 +835,7 @@ fn retries_run_out_after_ten() {
             cost: None,
             budget: None,
             paused: None,
+            can_deliver: false,
             now,
             policy,
         }) {
@@ -1331,6 +1336,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
             pid: 4242,
             kind: Some("interactive".into()),
             status: Some("idle".into()),
+            inbox: None,
         }),
         ..SessionFacts::default()
     };
@@ -1344,6 +1350,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
             cost: None,
             budget: None,
             paused: None,
+            can_deliver: false,
             now,
             policy,
         })
@@ -1406,6 +1413,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
             lease: lease("post-task", "other"),
             holder,
         }),
+        settings_model: None,
     };
     let entry = pending(0);
     let decide = |hook: Option<&Hook>, facts: &SessionFacts| {
@@ -1418,6 +1426,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
             cost: None,
             budget: None,
             paused: None,
+            can_deliver: false,
             now: t0(),
             policy,
         })
@@ -1456,6 +1465,7 @@ fn run_lines_fold_by_run_id_in_order_of_first_appearance() {
         outcome: RunOutcome::default(),
         estimated_cost_usd: Some(0.5),
         model: None,
+        delivered: false,
     };
     let legacy = RunRecord {
         run_id: None,
@@ -1497,6 +1507,7 @@ async fn an_open_conversation_waits_and_a_close_wakes_it() {
             pid: 7,
             kind: Some("interactive".into()),
             status: Some("idle".into()),
+            inbox: None,
         }),
     );
     w.clock.advance(Duration::seconds(10));
@@ -1614,6 +1625,7 @@ async fn a_dead_runners_lease_is_recorded_as_interrupted_and_blocks_nothing_afte
             outcome: RunOutcome::default(),
             estimated_cost_usd: None,
             model: None,
+            delivered: false,
         })
         .await
         .unwrap();
@@ -1765,7 +1777,7 @@ mod costs {
         assert!((e.usd - (0.42 + 0.0012 + 0.015)).abs() < 1e-12, "{}", e.usd);
         assert_eq!(
             e.to_string(),
-            "about $0.44 on claude-sonnet-4-5: 112k context re-read as cache writes"
+            "about $0.4362 on claude-sonnet-4-5: 112k context re-read as cache writes"
         );
         assert_eq!(prompt_tokens(""), 0);
         assert_eq!(prompt_tokens("abcde"), 2);
@@ -1780,8 +1792,11 @@ mod costs {
         let rows: &[(f64, &str)] = &[
             (0.0, "$0.00"),
             (0.5, "$0.50"),
-            (0.501, "$0.51"),
+            (0.501, "$0.5010"),
+            (0.0902, "$0.0902"),
+            (0.1, "$0.10"),
             (1.84, "$1.84"),
+            (1.841, "$1.85"),
             (0.00042, "$0.0005"),
             (0.0001, "$0.0001"),
             (12.0, "$12.00"),
@@ -1912,6 +1927,11 @@ mod costs {
             ..SessionFacts::default()
         };
         let skipped = |why: &str| FireDecision::Finish(Status::skipped(why));
+        let no_model_yet = FireDecision::Retry {
+            due_at: now + Duration::seconds(60),
+            retries: 1,
+            why: NotReady::NoModel,
+        };
         let no_price = CostView::NoPrice {
             model: "gpt-5".into(),
         };
@@ -1946,7 +1966,7 @@ mod costs {
                 capped("0.50"),
                 &facts,
                 Some(est(0.5001)),
-                skipped("estimated $0.51 over the $0.50 cap"),
+                skipped("estimated $0.5001 over the $0.50 cap"),
             ),
             (
                 "unknown model",
@@ -1956,22 +1976,18 @@ mod costs {
                 skipped("no price for model gpt-5 (add it to prices.json)"),
             ),
             (
-                "no model at all",
+                "no model at all: tried again later, not skipped for good",
                 capped("0.50"),
                 &facts,
                 Some(CostView::NoModel),
-                skipped(
-                    "no model known for the conversation, so no estimate (name one in the prompt file)",
-                ),
+                no_model_yet.clone(),
             ),
             (
                 "not estimated counts as no model",
                 capped("0.50"),
                 &facts,
                 None,
-                skipped(
-                    "no model known for the conversation, so no estimate (name one in the prompt file)",
-                ),
+                no_model_yet.clone(),
             ),
             (
                 "no transcript usage: priced as an empty context",
@@ -2016,11 +2032,36 @@ mod costs {
                 cost: cost.as_ref(),
                 budget: None,
                 paused: None,
+                can_deliver: false,
                 now,
                 policy: Policy::default(),
             });
             assert_eq!(got, want, "{name}");
         }
+        // Still no model after every retry: given up, saying where to name one.
+        let worn = PendingEntry {
+            retries: 10,
+            ..pending(0)
+        };
+        let got = decide_fire(FireInput {
+            hook: Some(&capped("0.50")),
+            entry: &worn,
+            facts: &facts,
+            run_in_progress: false,
+            prompt_error: None,
+            cost: Some(&CostView::NoModel),
+            budget: None,
+            paused: None,
+            can_deliver: false,
+            now,
+            policy: Policy::default(),
+        });
+        assert_eq!(
+            got,
+            skipped(
+                "no model known for the conversation after 10 retries, so no estimate (name one in the prompt file or Claude Code's settings)"
+            )
+        );
     }
 
     #[test]
@@ -2184,6 +2225,7 @@ mod costs {
                 cost: Some(&cost),
                 budget: Some(&budget),
                 paused: None,
+                can_deliver: false,
                 now: t0(),
                 policy: Policy::default(),
             });
@@ -2207,6 +2249,7 @@ mod costs {
             },
             estimated_cost_usd: None,
             model: None,
+            delivered: false,
         }
     }
 
@@ -2570,6 +2613,63 @@ fn limited(status: u16, text: &str) -> RunOutcome {
     }
 }
 
+#[tokio::test]
+async fn a_failure_is_not_followed_up_once_the_conversation_went_on() {
+    let w = limit_world().await;
+    let s = sid("s1");
+    let failed_turn = TranscriptFacts {
+        ends_in_error: true,
+        last_reply_at: Some(t0() - Duration::seconds(30)),
+        ..transcript(100, Some(1), false)
+    };
+    w.meta.set_transcript(&s, failed_turn.clone());
+    let msg = "API Error: Request rejected (429)";
+    w.service
+        .notify(&failed_event("s1", FailureKind::RateLimit, msg))
+        .await
+        .unwrap();
+    // The person typed "try again" and it was answered, before the follow-up was due.
+    w.clock.advance(Duration::minutes(10));
+    w.meta.set_transcript(
+        &s,
+        TranscriptFacts {
+            ends_in_error: false,
+            last_reply_at: Some(t0() + Duration::seconds(40)),
+            last_change: Some(t0() + Duration::seconds(40)),
+            ..failed_turn.clone()
+        },
+    );
+    let fired = fire_all(&w).await;
+    assert_eq!(
+        fired[0].action,
+        FireAction::Finished(Status::skipped(crate::decide::WENT_ON))
+    );
+    assert_eq!(
+        w.runner.count(),
+        0,
+        "nothing is paid for a conversation that went on"
+    );
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty());
+
+    // A later failure whose turn is still the last word is followed up, as before: the
+    // person tried again and was refused again.
+    w.meta.set_transcript(
+        &s,
+        TranscriptFacts {
+            ends_in_error: true,
+            ..failed_turn
+        },
+    );
+    w.service
+        .notify(&failed_event("s1", FailureKind::RateLimit, msg))
+        .await
+        .unwrap();
+    w.clock.advance(Duration::minutes(10));
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    assert_eq!(w.runner.count(), 1);
+}
+
 /// The world with `continue-after-limit` on (reading the one prompt the fakes have).
 async fn limit_world() -> World {
     let w = world();
@@ -2646,7 +2746,26 @@ async fn a_conversation_stopped_by_a_limit_is_continued_after_the_reset_once_per
         w.meta.stamps(&s).is_empty(),
         "the stamp gives way to the next attempt"
     );
-    assert_eq!(w.store.runs(&RunFilter::default()).await.unwrap().len(), 1);
+    let logged = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(logged.len(), 1);
+    // Shown as what it is, not as a failure; what the CLI said is its reply.
+    assert_eq!(
+        logged[0].outcome.status(),
+        Status::Requeued(
+            "rate limited, back in the queue, due 2026-11-30T07:01:00+0000 (attempt 2 of 5)".into()
+        )
+    );
+    assert_eq!(
+        Status::parse(&logged[0].outcome.status().to_string()),
+        logged[0].outcome.status()
+    );
+    assert!(
+        logged[0]
+            .outcome
+            .result_text
+            .as_deref()
+            .is_some_and(|t| t.contains("resets 7am"))
+    );
     let hook = w
         .store
         .get_hook(&continue_after_limit_id())
@@ -2737,4 +2856,229 @@ async fn an_overload_backs_off_doubling_and_gives_up_after_five_attempts() {
         matches!(hook.last_status, Some(Status::Skipped(_))),
         "{hook:?}"
     );
+}
+
+#[test]
+fn a_long_reply_keeps_its_head_and_tail_on_character_boundaries() {
+    let short = "done\nCOMPLETED";
+    assert_eq!(keep_reply(short), short);
+    let exact = "x".repeat(2 * REPLY_KEEP_BYTES);
+    assert_eq!(keep_reply(&exact), exact);
+    // Three-byte characters: no cut falls inside one.
+    let long = format!("START{}END", "é✓".repeat(10_000));
+    let kept = keep_reply(&long);
+    assert!(
+        kept.starts_with("START") && kept.ends_with("END"),
+        "{}",
+        &kept[..20]
+    );
+    assert!(kept.len() <= 2 * REPLY_KEEP_BYTES + 64, "{}", kept.len());
+    let (head, rest) = kept.split_once("\n[… ").unwrap();
+    let (n, tail) = rest.split_once(" bytes left out …]\n").unwrap();
+    assert_eq!(
+        head.len() + n.parse::<usize>().unwrap() + tail.len(),
+        long.len()
+    );
+    assert!(long.starts_with(head) && long.ends_with(tail));
+}
+
+#[tokio::test]
+async fn an_entry_put_back_says_why_where_pending_shows_it() {
+    let w = world();
+    // No transcript for the session: it cannot run yet.
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.clock.advance(Duration::minutes(5));
+    let fired = fire_all(&w).await;
+    assert!(
+        matches!(fired[0].action, FireAction::Retried { .. }),
+        "{fired:?}"
+    );
+    let entry = &w.store.snapshot().await.unwrap().pending[0];
+    let shown = entry.state_text(w.clock.now());
+    assert!(
+        shown.starts_with("waiting: transcript not found yet: tries again at ")
+            && shown.ends_with("(retry 1 of 10)"),
+        "{shown}"
+    );
+}
+
+/// An interactive session that takes messages (2.1.332's inbox), `status` as its file says.
+fn tui_with_inbox(status: &str) -> OpenSession {
+    OpenSession {
+        pid: 7,
+        kind: Some("interactive".into()),
+        status: Some(status.into()),
+        inbox: Some("/tmp/cc-socks/7.sock".into()),
+    }
+}
+
+#[tokio::test]
+async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a_busy_one() {
+    let w = world();
+    w.runner.set_delivers(true);
+    w.runner.set_outcome(Ok(RunOutcome {
+        status: Some(Status::Ok),
+        completed: Some(true),
+        usage: Some(Usage {
+            input_tokens: Some(10),
+            cache_creation_input_tokens: Some(0),
+            cache_read_input_tokens: Some(100_000),
+            output_tokens: Some(1000),
+        }),
+        ..RunOutcome::default()
+    }));
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta.set_transcript(
+        &s,
+        TranscriptFacts {
+            model: Some("claude-sonnet-4-5".into()),
+            ..transcript(60, Some(1000), false)
+        },
+    );
+    let open = tui_with_inbox;
+    // Busy: looked at again in a moment, nothing delivered mid-turn.
+    w.meta.set_open(&s, Some(open("busy")));
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    let FireAction::Waiting { due_at, waiting } = &fired[0].action else {
+        panic!("{fired:?}");
+    };
+    assert!(
+        waiting.reason.starts_with(crate::decide::OPEN_BUSY_WAIT),
+        "{waiting:?}"
+    );
+    assert_eq!(*due_at, w.clock.now() + crate::decide::OPEN_BUSY_LOOK);
+    assert_eq!(w.runner.count(), 0);
+    // Idle: delivered, stamped once, priced from the turn's usage.
+    w.meta.set_open(&s, Some(open("idle")));
+    w.clock.advance(Duration::seconds(1));
+    let fired = fire_all(&w).await;
+    let FireAction::Ran(run) = &fired[0].action else {
+        panic!("{fired:?}");
+    };
+    let into = w.runner.calls()[0]
+        .into_open
+        .clone()
+        .expect("delivered, not resumed");
+    assert_eq!((into.inbox.as_str(), into.pid), ("/tmp/cc-socks/7.sock", 7));
+    assert_eq!(into.transcript, "/t/s1.jsonl");
+    assert!(run.outcome.cost_usd.is_some_and(|c| c > 0.0), "{run:?}");
+    assert!(w.meta.stamps(&s).contains_key(&post_task_id()));
+
+    // Delivery switched off (`--deliver closed`), or a runner that cannot: it waits for the
+    // close as before.
+    for (deliver_open, runner_can) in [(false, true), (true, false)] {
+        let mut config = Config::new("me");
+        config.policy.deliver_open = deliver_open;
+        let store = InMemoryStore::seeded(t0());
+        let runner = ScriptedRunner::ok();
+        runner.set_delivers(runner_can);
+        let meta = InMemoryMeta::new();
+        let clock = ManualClock::new(t0());
+        let svc = Service::new(
+            Ports {
+                store: store.clone(),
+                meta: meta.clone(),
+                runner: runner.clone(),
+                prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", PROMPT),
+                clock: clock.clone(),
+            },
+            config,
+        );
+        svc.notify(&done_event("s1")).await.unwrap();
+        meta.set_transcript(&s, transcript(60, Some(1000), false));
+        meta.set_open(&s, Some(open("idle")));
+        clock.advance(Duration::seconds(10));
+        let e = svc.claim(1).await.unwrap().remove(0);
+        let r = svc.fire(&e).await.unwrap();
+        assert!(
+            matches!(&r.action, FireAction::Waiting { waiting, .. } if waiting.open),
+            "{deliver_open} {runner_can}: {r:?}"
+        );
+        assert_eq!(runner.count(), 0);
+    }
+}
+
+#[tokio::test]
+async fn a_delivery_the_open_conversation_never_took_waits_for_the_close_and_is_resumed_once() {
+    let w = world();
+    w.runner.set_delivers(true);
+    w.runner.set_outcome(Ok(RunOutcome {
+        status: Some(Status::Requeued(
+            "the open conversation did not take it".into(),
+        )),
+        ..RunOutcome::default()
+    }));
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta.set_transcript(&s, transcript(60, Some(1000), false));
+    w.meta.set_open(&s, Some(tui_with_inbox("idle")));
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    let FireAction::Waiting { waiting, .. } = &fired[0].action else {
+        panic!("{fired:?}");
+    };
+    assert!(
+        waiting.reason.starts_with(crate::decide::NOT_TAKEN) && waiting.open,
+        "{waiting:?}"
+    );
+    assert!(w.meta.stamps(&s).is_empty(), "no run: the stamp gives way");
+    let logged = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(logged.len(), 1);
+    assert!(
+        matches!(logged[0].outcome.status(), Status::Requeued(_)),
+        "{logged:?}"
+    );
+    // Still open: never delivered again.
+    w.clock.advance(Duration::hours(1));
+    let snap = w.store.snapshot().await.unwrap();
+    assert_eq!(w.service.wake_closed(&snap.pending).await.unwrap(), 0);
+    // Closed: resumed, once.
+    w.meta.set_open(&s, None);
+    let snap = w.store.snapshot().await.unwrap();
+    assert_eq!(w.service.wake_closed(&snap.pending).await.unwrap(), 1);
+    w.runner.set_outcome(Ok(RunOutcome {
+        status: Some(Status::Ok),
+        ..RunOutcome::default()
+    }));
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    let calls = w.runner.calls();
+    assert_eq!(calls.len(), 2);
+    assert!(calls[1].into_open.is_none(), "resumed after the close");
+}
+
+#[tokio::test]
+async fn a_limits_continuation_is_never_delivered_into_an_open_tui() {
+    let w = limit_world().await;
+    w.runner.set_delivers(true);
+    let s = sid("s1");
+    w.meta.set_transcript(
+        &s,
+        TranscriptFacts {
+            ends_in_error: true,
+            ..transcript(100, Some(1), false)
+        },
+    );
+    w.meta.set_open(&s, Some(tui_with_inbox("idle")));
+    w.service
+        .notify(&failed_event(
+            "s1",
+            FailureKind::RateLimit,
+            "API Error: Request rejected (429)",
+        ))
+        .await
+        .unwrap();
+    w.clock.advance(Duration::hours(1));
+    let fired = fire_all(&w).await;
+    let FireAction::Waiting { waiting, .. } = &fired[0].action else {
+        panic!("{fired:?}");
+    };
+    assert!(
+        waiting.open && waiting.reason.contains("Claude Code continues it itself"),
+        "{waiting:?}"
+    );
+    assert_eq!(w.runner.count(), 0);
 }

@@ -52,6 +52,7 @@ pub async fn run_all(make: &dyn Fn() -> Arc<dyn HookStore>) {
     one_claim_per_session(make().as_ref()).await;
     fencing(make().as_ref()).await;
     requeue_and_release(make().as_ref()).await;
+    drop_unclaimed(make().as_ref()).await;
     history_cap(make().as_ref()).await;
     run_log(make().as_ref()).await;
     waits_and_wakes(make().as_ref()).await;
@@ -430,6 +431,80 @@ pub async fn fencing(store: &dyn HookStore) {
     ));
 }
 
+/// `drop_unclaimed` takes out what it is asked for and nobody holds, returns it in queue
+/// order, and leaves a claimed entry, other entries and unknown keys alone.
+pub async fn drop_unclaimed(store: &dyn HookStore) {
+    let h = new_hook(store, "dropper").await;
+    let later = t0() + Duration::seconds(600);
+    store
+        .enqueue(vec![
+            entry(&h.id, "due", t0()),
+            entry(&h.id, "later", later),
+            entry(&h.id, "kept", later),
+            entry(&h.id, "held", t0() - Duration::seconds(1)),
+        ])
+        .await
+        .expect("enqueue");
+    // "held" is claimed (one claim per session: "due" is another session, so claim only
+    // the earliest due).
+    let claimed = store
+        .claim_due(t0(), "A", Duration::seconds(60), 1)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(
+        claimed[0].session_id.as_str(),
+        "held",
+        "the earliest due is claimed"
+    );
+    let key = |s: &str| EntryKey {
+        hook_id: h.id.clone(),
+        session_id: SessionId::parse(s).expect("sid"),
+    };
+    let asked = [key("later"), key("held"), key("due"), key("nowhere")];
+    let gone = store.drop_unclaimed(&asked, t0()).await.expect("drop");
+    assert_eq!(
+        gone.iter()
+            .map(|e| e.session_id.as_str())
+            .collect::<Vec<_>>(),
+        ["due", "later"],
+        "drop_unclaimed returns what it removed, in queue order, not the claimed one"
+    );
+    assert_eq!(
+        gone[1].due_at,
+        DueAt::At(later),
+        "drop_unclaimed returns entries whole"
+    );
+    let left: Vec<String> = store
+        .snapshot()
+        .await
+        .expect("snapshot")
+        .pending
+        .iter()
+        .map(|p| p.session_id.as_str().to_owned())
+        .collect();
+    assert_eq!(left, ["kept", "held"], "drop_unclaimed leaves the rest");
+    // Once the claim has expired it can be dropped too; nothing left to drop is no error.
+    let after = t0() + Duration::seconds(61);
+    let gone = store
+        .drop_unclaimed(&[key("held")], after)
+        .await
+        .expect("drop");
+    assert_eq!(
+        gone.len(),
+        1,
+        "drop_unclaimed takes an entry whose claim expired"
+    );
+    assert!(
+        store
+            .drop_unclaimed(&[key("held")], after)
+            .await
+            .expect("drop")
+            .is_empty(),
+        "drop_unclaimed of a key no longer queued removes nothing"
+    );
+}
+
 pub async fn requeue_and_release(store: &dyn HookStore) {
     let h = new_hook(store, "requeue").await;
     store
@@ -572,10 +647,11 @@ pub async fn run_log(store: &dyn HookStore) {
                 }),
                 duration_ms: Some(1000),
                 session_id: Some(s.to_owned()),
-                result_text: None,
+                result_text: (i == 0).then(|| "Tidied up.\n\"quoted\" ✓\nCOMPLETED".to_owned()),
             },
             estimated_cost_usd: (i == 0).then_some(0.375),
             model: (i == 0).then(|| "claude-x".to_owned()),
+            delivered: i == 0,
         };
         store.append_run(&rec).await.expect("append");
     }
@@ -593,6 +669,16 @@ pub async fn run_log(store: &dyn HookStore) {
         "the estimate is kept"
     );
     assert_eq!(all[1].estimated_cost_usd, None);
+    assert_eq!(
+        all[0].outcome.result_text.as_deref(),
+        Some("Tidied up.\n\"quoted\" ✓\nCOMPLETED"),
+        "the reply is kept as it was"
+    );
+    assert_eq!(all[1].outcome.result_text, None, "no reply stays none");
+    assert!(
+        all[0].delivered && !all[1].delivered,
+        "runs keep whether they were delivered into the open conversation"
+    );
     let f = RunFilter {
         hook_id: Some(h1.clone()),
         session_id: Some(sid("a")),
@@ -771,6 +857,7 @@ pub async fn run_log_folds_a_run(store: &dyn HookStore) {
         outcome: RunOutcome::default(),
         estimated_cost_usd: Some(0.125),
         model: None,
+        delivered: false,
     };
     let other = RunRecord {
         run_id: Some("me#2".into()),
