@@ -5,6 +5,7 @@
 //!   [`SessionStore`] port, which each store adapter implements;
 //! - [`transcript`]: facts read from Claude Code's own transcript, from the end of the file
 //!   in bounded chunks.
+//! - [`settings`]: the model Claude Code's settings choose for a conversation's folder;
 //! - [`live`]: whether a Claude Code process has the session open (its
 //!   `<claude-home>/sessions/<pid>.json`), and whether a process is still the one a lease
 //!   names (pid and start time from `/proc`).
@@ -17,6 +18,7 @@
 //! the core's `SessionMeta` port.
 
 pub mod live;
+pub mod settings;
 pub mod transcript;
 
 use std::path::{Path, PathBuf};
@@ -129,12 +131,24 @@ impl SessionMeta for MetaStore {
             ),
             None => None,
         };
-        Ok(SessionFacts {
+        let mut facts = SessionFacts {
             state,
             transcript,
             open: live::open_session(&self.claude_home, session),
             lease: lease.map(|l| self.judge(l)),
-        })
+            settings_model: None,
+        };
+        // Only where the conversation names no model of its own (no reply yet).
+        if facts
+            .transcript
+            .as_ref()
+            .and_then(|t| t.model.as_ref())
+            .is_none()
+        {
+            facts.settings_model =
+                settings::settings_model(&self.claude_home, facts.cwd().map(Path::new));
+        }
+        Ok(facts)
     }
 
     async fn stamp(

@@ -3,7 +3,8 @@
 //! `<claude-home>/sessions/<pid>.json`.
 //!
 //! Claude Code (2.1.x) keeps one such file per running process —
-//! `{"pid", "sessionId", "cwd", "procStart", "kind", "status", "updatedAt", …}` — and removes
+//! `{"pid", "sessionId", "cwd", "procStart", "kind", "status", "updatedAt", …}`, and from
+//! 2.1.332 an interactive session's `"messagingSocketPath"`, its inbox — and removes
 //! it when the process exits; a process killed with SIGKILL leaves its file behind. A file
 //! counts only when its process is alive and, where the file gives `procStart`, started
 //! then (ticks on Linux, `ps -o lstart` text on macOS): a stale file, or one whose pid now
@@ -79,11 +80,25 @@ fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
         return None;
     }
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    let kind = text("kind");
+    // Only an interactive session's inbox, and only a socket of this user's: a socket
+    // another local user put at that path would be handed the follow-up's prompt.
+    let inbox = text("messagingSocketPath")
+        .filter(|_| kind.as_deref() == Some("interactive"))
+        .filter(|p| is_own_socket(Path::new(p)));
     Some(OpenSession {
         pid,
-        kind: text("kind"),
+        kind,
         status: text("status"),
+        inbox,
     })
+}
+
+/// Whether `path` is a Unix socket owned by this user.
+fn is_own_socket(path: &Path) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    fs::symlink_metadata(path)
+        .is_ok_and(|m| m.file_type().is_socket() && m.uid() == hooks_platform::account::uid())
 }
 
 /// The live Claude Code process that has `session` open, if any, from the files in

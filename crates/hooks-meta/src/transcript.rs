@@ -12,7 +12,8 @@
 //!   Claude Code may have split over several lines sharing one `message.id`;
 //! - subagent or not: the path (`…/subagents/agent-*.jsonl`, legacy `agent-*.jsonl`) or the
 //!   first conversation line's `isSidechain: true`;
-//! - the model of that last assistant message (`message.model`);
+//! - the model of that last assistant message (`message.model`) and its line's `timestamp`;
+//! - whether the last assistant line is an API error written in place of a reply;
 //! - the folder the conversation was started in (the `cwd` of the first line that has one,
 //!   read from the head: later lines follow the agent's `cd`s), and the file's last change.
 
@@ -40,6 +41,8 @@ struct Line {
     is_api_error_message: Option<bool>,
     #[serde(default)]
     cwd: Option<String>,
+    #[serde(default)]
+    timestamp: Option<String>,
     #[serde(default)]
     message: Option<Message>,
 }
@@ -171,6 +174,7 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
     let mut last_msg: Option<Option<String>> = None;
     let mut texts_rev: Vec<String> = Vec::new();
     let mut text_done = false;
+    let mut seen_assistant = false;
     while let Some(raw) = lines.next_line()? {
         if facts.context_tokens.is_some() && text_done {
             break;
@@ -190,7 +194,17 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
             text_done = true;
             continue;
         }
-        if line.kind.as_deref() != Some("assistant") || line.is_synthetic() {
+        if line.kind.as_deref() != Some("assistant") {
+            continue;
+        }
+        // The last word is a reply or an API error; other synthetic lines ("No response
+        // requested.") are neither.
+        let api_error = line.is_api_error_message == Some(true);
+        if !seen_assistant && (api_error || !line.is_synthetic()) {
+            seen_assistant = true;
+            facts.ends_in_error = api_error;
+        }
+        if line.is_synthetic() {
             continue;
         }
         let id = line.message.as_ref().and_then(|m| m.id.clone());
@@ -199,6 +213,7 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
                 None => {
                     last_msg = Some(id.clone());
                     facts.model = line.message.as_ref().and_then(|m| m.model.clone());
+                    facts.last_reply_at = line.timestamp.as_deref().and_then(parse_time);
                     texts_rev.extend(line.texts().into_iter().rev());
                 }
                 Some(prev) if prev.is_some() && *prev == id => {
@@ -223,6 +238,11 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
         facts.last_assistant_text = Some(texts_rev.join("\n"));
     }
     Ok((facts, MAX_SCAN_BYTES - lines.budget_left()))
+}
+
+/// A line's `timestamp` (RFC 3339, as Claude Code writes it).
+fn parse_time(s: &str) -> Option<time::OffsetDateTime> {
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {

@@ -106,7 +106,8 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
         Some(OpenSession {
             pid: me.pid,
             kind: Some("interactive".into()),
-            status: Some("busy".into())
+            status: Some("busy".into()),
+            inbox: None,
         })
     );
     assert_eq!(
@@ -263,4 +264,51 @@ async fn the_run_lease_is_a_test_and_set_with_the_stamp_and_judged_by_its_proces
     ] {
         assert_eq!(meta.judge(l.clone()).holder, want, "{l:?}");
     }
+}
+
+/// Claude Code 2.1.332's inbox is offered only for an interactive session, and only when
+/// the path its file names is a socket of this user's: a regular file (or another user's
+/// socket) there would be handed the follow-up's prompt.
+#[test]
+fn an_open_sessions_inbox_is_its_own_socket_and_nothing_else() {
+    let d = tempfile::tempdir().unwrap();
+    let home = d.path().join("home");
+    let me = this_process().expect("this process");
+    let start = ticks(me.pid);
+    let s = sid("7c1d-inbox");
+    let sock = d.path().join("7.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+    let plain = d.path().join("plain");
+    fs::write(&plain, "").unwrap();
+    let file = |kind: &str, path: &Path| {
+        write(
+            &home,
+            "7.json",
+            &format!(
+                "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{start}\", \"kind\": \"{kind}\", \"status\": \"idle\", \"messagingSocketPath\": \"{}\"}}",
+                me.pid,
+                path.display()
+            ),
+        )
+    };
+    file("interactive", &sock);
+    assert_eq!(
+        open_session(&home, &s).and_then(|o| o.inbox),
+        Some(sock.display().to_string())
+    );
+    file("interactive", &plain);
+    assert_eq!(
+        open_session(&home, &s).and_then(|o| o.inbox),
+        None,
+        "not a socket"
+    );
+    file("interactive", &d.path().join("gone.sock"));
+    assert_eq!(
+        open_session(&home, &s).and_then(|o| o.inbox),
+        None,
+        "nothing there"
+    );
+    file("sdk-cli", &sock);
+    let o = open_session(&home, &s).expect("still open");
+    assert_eq!(o.inbox, None, "not an interactive session");
 }

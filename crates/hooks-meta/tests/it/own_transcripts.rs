@@ -70,6 +70,97 @@ fn synthetic_api_errors_at_the_end_are_not_the_context() {
     let f = read_facts(&p).unwrap();
     assert_eq!(f.context_tokens, Some(1230));
     assert_eq!(f.last_assistant_text.as_deref(), Some("real"));
+    assert!(
+        f.ends_in_error,
+        "the API error is the last word, not the synthetic line after it"
+    );
+}
+
+fn at(line: String, stamp: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(&line).unwrap();
+    v["timestamp"] = json!(stamp);
+    v.to_string()
+}
+
+#[test]
+fn a_turn_answered_after_an_api_error_means_the_conversation_went_on() {
+    let d = tempfile::tempdir().unwrap();
+    let error = json!({"type": "assistant", "isSidechain": false, "isApiErrorMessage": true, "error": "rate_limit",
+        "timestamp": "2026-12-04T10:00:05.120Z",
+        "message": {"id": "e", "model": "<synthetic>", "content": [{"type": "text", "text": "You've hit your limit"}]}}).to_string();
+    let before = at(
+        assistant("m1", "first", (10, 0, 0), false),
+        "2026-12-04T10:00:01.000Z",
+    );
+    let failed = hooks_core::stamp::parse("2026-12-04T10:00:05+0000").unwrap();
+
+    let stopped = write(
+        d.path(),
+        "a.jsonl",
+        &[user("go"), before.clone(), user("more"), error.clone()],
+        "",
+    );
+    let f = read_facts(&stopped).unwrap();
+    assert!(f.ends_in_error);
+    assert!(!f.went_on_after(failed), "{f:?}");
+
+    // `/exit` after the failure writes user lines, no reply: still stopped.
+    let exit = json!({"type": "user", "isMeta": true, "message": {"role": "user", "content": "<command-name>/exit</command-name>"}}).to_string();
+    let exited = write(
+        d.path(),
+        "b.jsonl",
+        &[
+            user("go"),
+            before.clone(),
+            user("more"),
+            error.clone(),
+            exit,
+        ],
+        "",
+    );
+    assert!(!read_facts(&exited).unwrap().went_on_after(failed));
+
+    // "try again", answered: it went on.
+    let again = at(
+        assistant("m2", "done now", (20, 0, 0), false),
+        "2026-12-04T10:01:00.000Z",
+    );
+    let went_on = write(
+        d.path(),
+        "c.jsonl",
+        &[
+            user("go"),
+            before.clone(),
+            user("more"),
+            error.clone(),
+            user("try again"),
+            again,
+        ],
+        "",
+    );
+    let f = read_facts(&went_on).unwrap();
+    assert!(!f.ends_in_error);
+    assert!(f.went_on_after(failed), "{f:?}");
+
+    // Tried again and refused again: stopped by the newer failure.
+    let refused_again = write(
+        d.path(),
+        "d.jsonl",
+        &[
+            user("go"),
+            before.clone(),
+            user("more"),
+            error.clone(),
+            user("try again"),
+            error,
+        ],
+        "",
+    );
+    assert!(!read_facts(&refused_again).unwrap().went_on_after(failed));
+
+    // A failure that left no error line: only a reply newer than the failure counts.
+    let quiet = write(d.path(), "e.jsonl", &[user("go"), before], "");
+    assert!(!read_facts(&quiet).unwrap().went_on_after(failed));
 }
 
 #[test]
