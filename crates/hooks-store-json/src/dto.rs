@@ -575,6 +575,12 @@ pub struct RunDto {
     pub model: Option<String>,
     pub usage: Option<UsageDto>,
     pub duration_ms: Option<u64>,
+    /// The follow-up's last reply, bounded (`hooks_core::keep_reply`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// Delivered into the conversation open in the TUI, not resumed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub delivered: bool,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -614,6 +620,8 @@ impl RunDto {
                 output_tokens: u.output_tokens,
             }),
             duration_ms: o.duration_ms,
+            reply: o.result_text.clone(),
+            delivered: r.delivered,
         }
     }
 
@@ -648,10 +656,11 @@ impl RunDto {
                 }),
                 duration_ms: self.duration_ms,
                 session_id: None,
-                result_text: None,
+                result_text: self.reply.clone(),
             },
             estimated_cost_usd: self.estimated_cost_usd,
             model: self.model.clone(),
+            delivered: self.delivered,
         })
     }
 }

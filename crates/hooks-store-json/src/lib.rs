@@ -721,6 +721,21 @@ impl HookStore for JsonStore {
         })
     }
 
+    async fn drop_unclaimed(
+        &self,
+        keys: &[EntryKey],
+        now: Timestamp,
+    ) -> Result<Vec<PendingEntry>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.change(|s| {
+            let gone = queue::drop_unclaimed(&mut s.pending, keys, now);
+            let changed = !gone.is_empty();
+            Ok((gone, changed))
+        })
+    }
+
     async fn record(
         &self,
         hook: &HookId,

@@ -205,7 +205,7 @@ pub fn pending_insert_params(e: &PendingEntry, host: &str) -> PendingParams {
 pub const RUN_COLUMNS: &str = "run_id, hook_id, session_id, owner, pid, pid_start, started_at, \
      finished_at, status, exit_code, completed, num_turns, cost_usd, input_tokens, \
      cache_creation_input_tokens, cache_read_input_tokens, output_tokens, has_usage, duration_ms, \
-     cli_session_id, result_text, estimated_cost_usd, model";
+     cli_session_id, result_text, estimated_cost_usd, model, delivered";
 
 fn u64_of(v: Option<i64>) -> Option<u64> {
     v.and_then(|v| u64::try_from(v).ok())
@@ -253,6 +253,7 @@ pub fn run_from_row(r: &Row) -> Option<RunRecord> {
         },
         estimated_cost_usd: r.get(21),
         model: r.get(22),
+        delivered: r.get(23),
     })
 }
 
@@ -268,7 +269,7 @@ pub async fn append_run(
     let status = o.status.as_ref().map(ToString::to_string);
     let pid = run.process.map(|p| i64::from(p.pid));
     let pid_start = run.process.and_then(|p| i64::try_from(p.start).ok());
-    let params: [&(dyn ToSql + Sync); 24] = [
+    let params: [&(dyn ToSql + Sync); 25] = [
         &run.run_id,
         &run.hook_id.as_str(),
         &run.session_id.as_str(),
@@ -292,6 +293,7 @@ pub async fn append_run(
         &o.result_text,
         &run.estimated_cost_usd,
         &run.model,
+        &run.delivered,
         &replaces,
     ];
     let outcome_cols = [
@@ -311,17 +313,18 @@ pub async fn append_run(
     ];
     let replace_outcome: Vec<String> = outcome_cols
         .iter()
-        .map(|c| format!("{c} = CASE WHEN $24 THEN EXCLUDED.{c} ELSE runs.{c} END"))
+        .map(|c| format!("{c} = CASE WHEN $25 THEN EXCLUDED.{c} ELSE runs.{c} END"))
         .collect();
     let sql = format!(
         "INSERT INTO runs ({RUN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, \
-         $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23) \
+         $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24) \
          ON CONFLICT (run_id) DO UPDATE SET \
            owner = COALESCE(EXCLUDED.owner, runs.owner), \
            pid = COALESCE(EXCLUDED.pid, runs.pid), pid_start = COALESCE(EXCLUDED.pid_start, runs.pid_start), \
            finished_at = COALESCE(EXCLUDED.finished_at, runs.finished_at), \
            estimated_cost_usd = COALESCE(EXCLUDED.estimated_cost_usd, runs.estimated_cost_usd), \
-           model = COALESCE(EXCLUDED.model, runs.model), {} \
+           model = COALESCE(EXCLUDED.model, runs.model), \
+           delivered = EXCLUDED.delivered OR runs.delivered, {} \
 ",
         replace_outcome.join(", ")
     );

@@ -935,6 +935,46 @@ impl HookStore for PgStore {
         .await
     }
 
+    async fn drop_unclaimed(
+        &self,
+        keys: &[EntryKey],
+        now: Timestamp,
+    ) -> Result<Vec<PendingEntry>, StoreError> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (hooks, sessions) = key_arrays(keys);
+        let returning = PENDING_COLUMNS
+            .split(", ")
+            .map(|c| format!("p.{}", c.trim()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.run(move |inner| async move {
+            let c = inner.conn().await?;
+            let rows = c
+                .query(
+                    &format!(
+                        "DELETE FROM pending p \
+                         USING unnest($1::text[], $2::text[]) AS k(hook_id, session_id) \
+                         WHERE p.hook_id = k.hook_id AND p.session_id = k.session_id \
+                           AND (p.claim_owner IS NULL OR p.claim_expires_at <= $3) \
+                         RETURNING {returning}, p.position"
+                    ),
+                    &[&hooks, &sessions, &now],
+                )
+                .await
+                .map_err(db)?;
+            let mut gone = rows
+                .iter()
+                .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(11))))
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            // In queue order, as every store returns entries.
+            gone.sort_by_key(|(_, position)| *position);
+            Ok(gone.into_iter().map(|(e, _)| e).collect())
+        })
+        .await
+    }
+
     async fn record(
         &self,
         hook: &HookId,

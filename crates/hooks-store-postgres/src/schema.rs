@@ -16,10 +16,11 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
     (2, include_str!("../migrations/0002_pause.sql")),
     (3, include_str!("../migrations/0003_max_lateness.sql")),
     (4, include_str!("../migrations/0004_failures.sql")),
+    (5, include_str!("../migrations/0005_delivered.sql")),
 ];
 
 /// The version this program's schema has.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Any number: names the advisory lock migrations hold.
 const MIGRATION_LOCK: i64 = 0x686f_6f6b_7361_7070;

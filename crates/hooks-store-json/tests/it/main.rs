@@ -327,6 +327,7 @@ async fn run_log_is_append_only_json_lines() {
         },
         estimated_cost_usd: None,
         model: None,
+        delivered: false,
     };
     store.append_run(&rec).await.unwrap();
     let mut f = fs::OpenOptions::new()
@@ -391,6 +392,7 @@ async fn the_run_log_is_read_from_its_end_as_far_as_a_listing_asks() {
             },
             estimated_cost_usd: None,
             model: None,
+            delivered: false,
         };
         store.append_run(&rec).await.unwrap();
     }
