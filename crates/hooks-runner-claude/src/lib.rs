@@ -7,7 +7,11 @@
 //! child leads its own process group: at the timeout the group gets SIGTERM, then SIGKILL
 //! after the grace period, and when the child exits anything left in its group is killed,
 //! so no process of a run outlives it. Output kept is bounded.
+//!
+//! A follow-up whose conversation is open in the TUI, where Claude Code offers a way in,
+//! is delivered there instead (`open`): one turn the person sees, no process of ours.
 
+mod open;
 mod result;
 
 use std::path::PathBuf;
@@ -216,7 +220,20 @@ struct ClaudeRun {
 
 #[async_trait]
 impl Runner for ClaudeRunner {
+    fn delivers_into_open(&self) -> bool {
+        true
+    }
+
     async fn start(&self, req: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
+        if let Some(delivery) = &req.into_open {
+            return Ok(Box::new(open::OpenRun {
+                delivery: delivery.clone(),
+                session_id: req.session_id.to_string(),
+                prompt: req.prompt.body.clone(),
+                timeout: self.config.timeout,
+                take_wait: open::TAKE_WAIT,
+            }));
+        }
         // Values reach the command line only through the core's validated types, but check
         // the options once more here: this is the last line before a process is started.
         for v in req.prompt.options.to_args().iter().skip(1).step_by(2) {

@@ -15,10 +15,11 @@
 //! {"status": "ok", "exitCode": 0, "completed": true, "numTurns": 3, "costUsd": 0.12,
 //!  "usage": {"inputTokens": 10, "cacheCreationInputTokens": 2000,
 //!            "cacheReadInputTokens": 30000, "outputTokens": 400},
-//!  "durationMs": 41000}
+//!  "durationMs": 41000, "reply": "Tidied up the branch.\nCOMPLETED"}
 //! ```
 //!
-//! Only `status` is required (`ok`, `error: why`, `skipped: why`). A timeout, a refused or
+//! `reply` is the follow-up's last reply, kept in the run log (bounded). Only `status` is
+//! required (`ok`, `error: why`, `skipped: why`). A timeout, a refused or
 //! broken connection, an answer other than 2xx, a body that is not such an object, or one
 //! over [`MAX_BODY`] each become an `error: …` status that says which; the run is recorded
 //! like any other. A run has no local process, so there is nothing left over to end.
@@ -107,6 +108,8 @@ struct OutcomeBody {
     usage: Option<UsageBody>,
     #[serde(default)]
     duration_ms: Option<u64>,
+    #[serde(default)]
+    reply: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -181,7 +184,7 @@ fn outcome(body: &[u8]) -> RunOutcome {
         }),
         duration_ms: o.duration_ms,
         session_id: None,
-        result_text: None,
+        result_text: o.reply,
     }
 }
 

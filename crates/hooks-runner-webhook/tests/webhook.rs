@@ -24,6 +24,7 @@ fn request() -> RunRequest {
         hook_id: HookId::parse("post-task").unwrap(),
         session_id: SessionId::parse("0b9f-session").unwrap(),
         cwd: "/work/proj".into(),
+        into_open: None,
         prompt: Prompt {
             body: "Tidy up, then say COMPLETED.".into(),
             options: RunOptions {
@@ -48,13 +49,14 @@ async fn a_run_is_posted_with_its_token_and_the_answer_is_its_outcome() {
         r#"{"status": "ok", "exitCode": 0, "completed": true, "numTurns": 3, "costUsd": 0.12,
             "usage": {"inputTokens": 10, "cacheCreationInputTokens": 2000,
                       "cacheReadInputTokens": 30000, "outputTokens": 400},
-            "durationMs": 41000, "backendRunId": "r-17"}"#,
+            "durationMs": 41000, "backendRunId": "r-17", "reply": "tidied\nCOMPLETED"}"#,
     ));
     let r = runner(&url, Some("s3cret"), Duration::from_secs(10));
     let h = r.start(&request()).await.unwrap();
     assert_eq!(h.process(), None, "no local process");
     let o = h.wait().await;
     assert_eq!(o.status, Some(Status::Ok));
+    assert_eq!(o.result_text.as_deref(), Some("tidied\nCOMPLETED"));
     assert_eq!(
         (
             o.exit_code,

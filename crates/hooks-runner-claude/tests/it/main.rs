@@ -18,6 +18,7 @@ fn request(session: &str, cwd: &Path, body: &str, options: RunOptions) -> RunReq
         hook_id: HookId::parse("post-task").unwrap(),
         session_id: SessionId::parse(session).unwrap(),
         cwd: cwd.to_string_lossy().into_owned(),
+        into_open: None,
         prompt: Prompt {
             body: body.to_owned(),
             options,
