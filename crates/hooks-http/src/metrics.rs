@@ -69,6 +69,7 @@ fn status_class(s: &Status) -> &'static str {
         Status::Ok => "ok",
         Status::Error(_) => "error",
         Status::Skipped(_) => "skipped",
+        Status::Requeued(_) => "requeued",
         Status::Other(_) => "other",
     }
 }

@@ -485,6 +485,7 @@ mod openapi_tests {
             },
             estimated_cost_usd: Some(0.02),
             model: Some("claude-x".into()),
+            delivered: false,
         };
         assert_eq!(
             undocumented("Run", &hooks_shapes::json::run(&run)),

@@ -116,6 +116,16 @@ pub fn run(r: &RunRecord) -> Value {
         }))),
     );
     v.insert("durationMs".into(), json!(o.duration_ms));
+    if let Some(reply) = &o.result_text {
+        v.insert("reply".into(), json!(reply));
+    }
+    if r.started() {
+        // How it reached the conversation: a turn in the open TUI, or a resume.
+        v.insert(
+            "delivery".into(),
+            json!(if r.delivered { "open" } else { "resumed" }),
+        );
+    }
     if let Some(d) = r.took() {
         v.insert("tookMs".into(), json!(d.whole_milliseconds()));
     }
@@ -289,6 +299,7 @@ mod tests {
             outcome: RunOutcome::default(),
             estimated_cost_usd: Some(0.42),
             model: Some("claude-sonnet-4-5".into()),
+            delivered: false,
         };
         let finished = RunRecord {
             process: Some(ProcessRef {
@@ -323,9 +334,9 @@ mod tests {
             ..finished.clone()
         };
         let want = [
-            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","startedAt":"2026-12-01T00:00:10+0000","status":null,"exitCode":null,"completed":null,"numTurns":null,"costUsd":null,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":null,"durationMs":null}"#,
-            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000,"tookMs":30000}"#,
-            r#"{"hookId":"post-task","sessionId":"s1","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000,"tookMs":30000}"#,
+            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","startedAt":"2026-12-01T00:00:10+0000","status":null,"exitCode":null,"completed":null,"numTurns":null,"costUsd":null,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":null,"durationMs":null,"delivery":"resumed"}"#,
+            r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000,"delivery":"resumed","tookMs":30000}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","pid":4242,"procStart":99,"startedAt":"2026-12-01T00:00:10+0000","finishedAt":"2026-12-01T00:00:40+0000","status":"ok","exitCode":0,"completed":true,"numTurns":3,"costUsd":0.38,"usage":{"inputTokens":10,"cacheCreationInputTokens":100000,"cacheReadInputTokens":null,"outputTokens":900},"durationMs":30000,"delivery":"resumed","tookMs":30000}"#,
         ];
         for (r, want) in [started, finished, legacy].iter().zip(want) {
             assert_eq!(run(r).to_string(), want);

@@ -13,16 +13,10 @@ pub fn seconds(ms: i128) -> String {
     format!("{:.1}s", ms as f64 / 1000.0)
 }
 
-/// Dollars as people read them: `$0.00` for nothing, cents for a dollar or more, and four
-/// places below, where single runs usually are.
+/// Dollars as people read them: the core's one rule ([`hooks_core::cost::usd`]), so a
+/// figure reads the same in `status`, `budget`, `runs`, the page and a skip's reason.
 pub fn usd(v: f64) -> String {
-    if v == 0.0 {
-        "$0.00".to_owned()
-    } else if v.abs() >= 1.0 {
-        format!("${v:.2}")
-    } else {
-        format!("${v:.4}")
-    }
+    hooks_core::cost::usd(v)
 }
 
 /// `n thing` or `n things`.
@@ -136,6 +130,14 @@ pub fn session_lines(r: &hooks_core::lookup::SessionReport) -> Vec<(&'static str
                 show(&r["status"])
             ),
         ));
+        if let Some(reply) = r["reply"].as_str() {
+            // Under the label's column: the reply's lines follow one another there.
+            let indent = format!("\n{:16}", "");
+            out.push((
+                "reply",
+                reply.trim_end().lines().collect::<Vec<_>>().join(&indent),
+            ));
+        }
     }
     out
 }
