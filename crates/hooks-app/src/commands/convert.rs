@@ -31,6 +31,7 @@ pub fn run(a: &RunArgs) -> RunOptions {
         claim_ttl: a.claim_ttl,
         quiet_period: a.quiet_period,
         open_wait: a.open_wait,
+        deliver: a.deliver,
         log_format: a.log_format,
         shutdown_grace: a.shutdown_grace,
     }
@@ -69,5 +70,6 @@ pub fn uninstall(a: &UninstallArgs) -> UninstallOptions {
         scope: a.scope,
         daemon: a.daemon,
         dry_run: a.dry_run,
+        drop_queue: a.drop_queue,
     }
 }

@@ -76,7 +76,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
     let reads_only = matches!(
         cli.command,
         Command::Hooks(HooksCmd::List(_) | HooksCmd::Show { .. })
-            | Command::Pending(_)
+            | Command::Pending { action: None, .. }
             | Command::History { .. }
             | Command::Runs { .. }
             | Command::Session { .. }
@@ -93,7 +93,16 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             init(&ctx)?
         }
         Command::Hooks(h) => hooks(&ctx, h).map_err(|e| suggest_hook(&ctx, e))?,
-        Command::Pending(j) => pending(&ctx, j.json)?,
+        Command::Pending { action: None, json } => pending(&ctx, json.json)?,
+        Command::Pending {
+            action:
+                Some(crate::cli::PendingCmd::Drop {
+                    hook,
+                    session,
+                    json,
+                }),
+            ..
+        } => pending::drop(&ctx, &hook, &session, json.json).map_err(|e| suggest_hook(&ctx, e))?,
         Command::History { id, json } => {
             history(&ctx, &id, json.json).map_err(|e| suggest_hook(&ctx, e))?
         }

@@ -7,7 +7,8 @@ use serde_json::{Value, json};
 
 use crate::compose::{block_on, service};
 use crate::output::print_json;
-use crate::{AppResult, Context};
+use crate::{AppError, AppResult, Context};
+use hooks_core::lookup::SessionLookup;
 
 pub fn notify(
     ctx: &Context,
@@ -18,26 +19,59 @@ pub fn notify(
     origin: Option<String>,
     json: bool,
 ) -> AppResult {
+    // What cannot be a conversation is refused here, naming the field, rather than queued
+    // to be retried for ten minutes with the reason only in the daemon's log.
+    let absolute = |p: String| {
+        std::path::absolute(&p)
+            .map(|a| a.to_string_lossy().into_owned())
+            .unwrap_or(p)
+    };
+    let cwd = cwd.map(absolute);
+    if let Some(c) = &cwd
+        && !std::path::Path::new(c).is_dir()
+    {
+        return Err(AppError::invalid(format!(
+            "cwd: must be an existing folder; there is none at {c}"
+        )));
+    }
+    let transcript = transcript.map(absolute);
+    if let Some(t) = &transcript
+        && !std::fs::metadata(t).is_ok_and(|m| m.is_file())
+    {
+        return Err(AppError::invalid(format!(
+            "transcript: must be a conversation's transcript file; there is none at {t}"
+        )));
+    }
+    let event_name = event;
+    let event = Event::parse(event)?;
+    let origin = origin.as_deref().map(Origin::parse).transpose()?;
+    let parsed = SessionId::parse(session)?;
+    let (svc, _) = service(ctx)?;
+    // Without a transcript, the session must be one this host knows (a whole id, or a
+    // prefix only one known conversation starts with): a follow-up needs its transcript.
+    let session = match &transcript {
+        Some(_) => parsed,
+        None => match block_on(svc.find_session(session))? {
+            Ok(s) => s,
+            Err(SessionLookup::Unknown(m)) => {
+                return Err(AppError::invalid(format!(
+                    "session: {m}; name its transcript with --transcript"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
     let ev = NotifyEvent {
         failure: None,
-        session: SessionId::parse(session)?,
-        event: Event::parse(event)?,
+        session,
+        event,
         update: SessionUpdate {
-            cwd: cwd.map(|c| {
-                std::path::absolute(&c)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or(c)
-            }),
-            transcript_path: transcript.map(|t| {
-                std::path::absolute(&t)
-                    .map(|p| p.to_string_lossy().into_owned())
-                    .unwrap_or(t)
-            }),
-            origin: origin.as_deref().map(Origin::parse).transpose()?,
+            cwd,
+            transcript_path: transcript,
+            origin,
         },
         subagent: false,
     };
-    let (svc, _) = service(ctx)?;
     let reports = block_on(svc.notify_checked(&ev))??;
     if json {
         print_json(&Value::Array(
@@ -59,7 +93,7 @@ pub fn notify(
             }
         }
         if reports.is_empty() {
-            crate::say!("no hook listens to {event}");
+            crate::say!("no hook listens to {event_name}");
         }
     }
     Ok(())
