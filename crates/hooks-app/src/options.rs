@@ -73,6 +73,16 @@ impl From<Scope> for hooks_claude_code::files::Scope {
     }
 }
 
+/// Where a follow-up whose conversation is open in the TUI goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Deliver {
+    /// Into the open conversation, as a turn the person sees, where the running Claude
+    /// Code offers a way in (2.1.332's inbox); else after the close, resumed.
+    Auto,
+    /// Always after the close, resumed with `claude -p --resume`.
+    Closed,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
     Text,

@@ -2,7 +2,7 @@
 
 use clap::Args;
 
-use crate::options::{DaemonMode, LogFormat, Scope, Transport, Trigger};
+use crate::options::{DaemonMode, Deliver, LogFormat, Scope, Transport, Trigger};
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
@@ -45,6 +45,9 @@ pub struct UninstallArgs {
     pub daemon: Option<DaemonMode>,
     #[arg(long)]
     pub dry_run: bool,
+    /// Drop the queued follow-ups (each logged as skipped) rather than keep them paused
+    #[arg(long)]
+    pub drop_queue: bool,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -65,6 +68,10 @@ pub struct RunArgs {
     /// closed before it is skipped
     #[arg(long, default_value_t = 86_400, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=2_592_000))]
     pub open_wait: u64,
+    /// A follow-up whose conversation is open in the TUI: `auto` delivers it there (one
+    /// turn the person sees) where Claude Code offers a way in, `closed` waits for the close
+    #[arg(long, value_enum, default_value_t = Deliver::Auto, env = "HOOKS_DELIVER")]
+    pub deliver: Deliver,
     /// Log lines as JSON
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

@@ -68,11 +68,12 @@ pub fn parse_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> Op
 }
 
 #[derive(Debug, Args, PartialEq, Eq)]
+#[command(next_help_heading = "Global options")]
 pub struct Global {
     /// Where the store, session files and run log live [default: $XDG_DATA_HOME/hooks-app or ~/.local/share/hooks-app]
     #[arg(long, global = true, env = "HOOKS_DATA_DIR", value_name = "DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Where prompt files are looked up after the session's own project [default: the current directory]
+    /// Where prompt files are looked up after the session's own project [default: the folder `init` or `install` last ran in, else the current directory]
     #[arg(long, global = true, env = "HOOKS_WORKSPACE", value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Claude Code's folder, holding settings.json and projects/ [default: $CLAUDE_CONFIG_DIR or ~/.claude]
@@ -128,6 +129,20 @@ pub struct Global {
     pub from_hook: bool,
 }
 
+/// What `pending` does besides listing.
+#[derive(Debug, Subcommand)]
+pub enum PendingCmd {
+    /// Take one queued follow-up out: it ends as `skipped: dropped by hand`, logged
+    Drop {
+        /// The hook's id
+        hook: String,
+        /// The session (a whole id or a unique prefix of 8 or more)
+        session: String,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create the data folder, seed the store and write the default prompt if missing
@@ -135,8 +150,13 @@ pub enum Command {
     /// List, show, create, change and delete hooks
     #[command(subcommand)]
     Hooks(HooksCmd),
-    /// The queue of follow-ups waiting to fire
-    Pending(JsonFlag),
+    /// The queue of follow-ups waiting to fire (`pending drop` takes one out)
+    Pending {
+        #[command(subcommand)]
+        action: Option<PendingCmd>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Past firings of a hook
     History {
         id: String,

@@ -49,6 +49,7 @@ fn build(ctx: &Context, a: &RunOptions) -> AppResult<(Arc<Service>, Store)> {
         policy: Policy {
             quiet_period: time::Duration::seconds(a.quiet_period as i64),
             open_wait: time::Duration::seconds(a.open_wait as i64),
+            deliver_open: a.deliver == crate::options::Deliver::Auto,
             ..Policy::default()
         },
         claim_ttl: time::Duration::seconds(a.claim_ttl as i64),

@@ -30,6 +30,8 @@ pub struct DaemonConfig {
     pub idle_exit: u64,
     /// Where the daemon serves the HTTP API and page (`install --http`), if it does.
     pub http: Option<std::net::SocketAddr>,
+    /// The mode before `uninstall` set `none`: what `install` comes back to.
+    pub before_uninstall: Option<DaemonMode>,
 }
 
 impl DaemonConfig {
@@ -44,15 +46,17 @@ impl DaemonConfig {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or(Value::Null);
-        let mode = match v["mode"].as_str() {
-            Some("on-demand") => DaemonMode::OnDemand,
-            Some("service") => DaemonMode::Service,
-            _ => DaemonMode::None,
+        let mode = |m: &Value| match m.as_str() {
+            Some("on-demand") => Some(DaemonMode::OnDemand),
+            Some("service") => Some(DaemonMode::Service),
+            Some("none") => Some(DaemonMode::None),
+            _ => None,
         };
         Self {
-            mode,
+            mode: mode(&v["mode"]).unwrap_or(DaemonMode::None),
             idle_exit: v["idleExitSecs"].as_u64().unwrap_or(DEFAULT_IDLE_EXIT),
             http: v["http"].as_str().and_then(|a| a.parse().ok()),
+            before_uninstall: mode(&v["modeBeforeUninstall"]),
         }
     }
 
@@ -61,6 +65,7 @@ impl DaemonConfig {
             "mode": mode_name(self.mode),
             "idleExitSecs": self.idle_exit,
             "http": self.http.map(|a| a.to_string()),
+            "modeBeforeUninstall": self.before_uninstall.map(mode_name),
         }))
         .unwrap_or_default();
         crate::fsutil::write_private(&data_dir.join(CONFIG_FILE), &format!("{text}\n"))

@@ -15,6 +15,8 @@ pub struct RunOptions {
     pub quiet_period: u64,
     /// Seconds a follow-up waits for an open conversation to be closed.
     pub open_wait: u64,
+    /// Into the open conversation where it can be, or only after the close.
+    pub deliver: crate::options::Deliver,
     pub log_format: LogFormat,
     /// Seconds to wait for running follow-ups on SIGTERM/SIGINT before stopping them.
     pub shutdown_grace: u64,

@@ -21,6 +21,7 @@ use hooks_claude_code::settings::*;
 
 use crate::{AppError, AppResult, Context};
 
+mod queue;
 mod setup;
 
 mod options;
@@ -123,7 +124,7 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
     // still apply the daemon's options given.
     if same_entries(&s.map, &expected) {
         apply(&s, s.text.as_deref(), a.dry_run, "installed")?;
-        return daemon_setup(ctx, a);
+        return daemon_setup(ctx, a).and_then(|()| queue_after_install(ctx, a));
     }
     let original = s.text.clone().unwrap_or_else(|| "{}".into());
     let (mut text, _) = strip_text(original.clone())?;
@@ -178,7 +179,16 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
              for this machine's path use --scope local"
         );
     }
-    daemon_setup(ctx, a)
+    daemon_setup(ctx, a)?;
+    queue_after_install(ctx, a)
+}
+
+/// What is queued runs again: a pause uninstall set is lifted, and a daemon started.
+fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
+    if a.dry_run {
+        return Ok(());
+    }
+    queue::after_install(ctx)
 }
 
 pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
@@ -266,10 +276,13 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     if a.dry_run {
         return Ok(());
     }
+    // Nothing fires after uninstall unless the user asks.
+    queue::after_uninstall(ctx, a.drop_queue)?;
     if cfg.mode == DaemonMode::OnDemand {
         // Nothing will start it again: the hook that did is gone.
         crate::daemon::ondemand::DaemonConfig {
             mode: DaemonMode::None,
+            before_uninstall: Some(cfg.mode),
             ..cfg
         }
         .write(&ctx.data_dir)?;

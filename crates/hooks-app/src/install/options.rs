@@ -24,4 +24,6 @@ pub struct UninstallOptions {
     pub scope: Scope,
     pub daemon: Option<DaemonMode>,
     pub dry_run: bool,
+    /// Drop what is queued rather than keep it paused.
+    pub drop_queue: bool,
 }

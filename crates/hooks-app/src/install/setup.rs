@@ -18,15 +18,18 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
         .exists()
         .then(|| DaemonConfig::read(&ctx.data_dir));
     let cfg = DaemonConfig {
+        // After uninstall, the mode it had before (uninstall only set `none` because the
+        // hook that started daemons was gone).
         mode: a
             .daemon
-            .or(before.map(|b| b.mode))
+            .or(before.map(|b| b.before_uninstall.unwrap_or(b.mode)))
             .unwrap_or(DaemonMode::OnDemand),
         idle_exit: a
             .idle_exit
             .or(before.map(|b| b.idle_exit))
             .unwrap_or(crate::options::DEFAULT_IDLE_EXIT),
         http: a.http.unwrap_or(before.and_then(|b| b.http)),
+        before_uninstall: None,
     };
     if let Some(b) = before {
         let mut changed = Vec::new();
