@@ -27,6 +27,60 @@ fn refused(app: &App, args: &[&str], code: i32, needle: &str) {
     );
 }
 
+/// `notify` refuses what cannot be a conversation instead of queuing it to be retried
+/// for ten minutes with the reason only in the daemon's log.
+#[test]
+fn notify_refuses_what_cannot_be_a_conversation() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let t = app.transcript("0a1b2c3d-known-conversation", &app.proj, 1000);
+    let dir = app.proj.to_str().unwrap();
+    for (args, needle) in [
+        (
+            vec!["notify", "--session", "abc"],
+            "session: no conversation abc",
+        ),
+        (
+            vec!["notify", "--session", "ffffffff-unknown"],
+            "name its transcript with --transcript",
+        ),
+        (
+            vec![
+                "notify",
+                "--session",
+                "0a1b2c3d-known-conversation",
+                "--cwd",
+                "nothere",
+            ],
+            "cwd: must be an existing folder",
+        ),
+        (
+            vec!["notify", "--session", "s1", "--transcript", "/nope.jsonl"],
+            "transcript: must be a conversation's transcript file",
+        ),
+        (
+            vec!["notify", "--session", "s1", "--transcript", dir],
+            "transcript: must be",
+        ),
+    ] {
+        refused(&app, &args, 2, needle);
+    }
+    assert!(app.pending().is_empty());
+    // A unique prefix of 8 or more names the known conversation, whole.
+    let out = app.ok(&["notify", "--session", "0a1b2c3d", "--cwd", dir]);
+    assert!(out.contains("post-task: queued"), "{out}");
+    assert_eq!(app.pending()[0]["sessionId"], "0a1b2c3d-known-conversation");
+    // A transcript named by hand is taken as the conversation's.
+    let out = app.ok(&[
+        "notify",
+        "--session",
+        "s-named",
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    assert!(out.contains("post-task: queued"), "{out}");
+}
+
 #[test]
 fn invalid_values_are_refused_with_the_field_and_rule() {
     let app = App::fake();
@@ -471,4 +525,41 @@ fn typos_are_suggested_and_a_delete_of_several_is_all_or_nothing() {
         "{out}"
     );
     assert!(app.json(&["hooks", "list"]).as_array().unwrap().is_empty());
+}
+
+/// A length of time is written one way everywhere: `90`, `90s`, `5m`, `2h`, `1d`.
+#[test]
+fn lengths_of_time_take_the_same_forms_everywhere() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    for (typed, secs) in [
+        ("30s", 30),
+        ("2m", 120),
+        ("1h30m", 5400),
+        ("1d", 86_400),
+        ("45", 45),
+    ] {
+        app.ok(&["hooks", "update", "post-task", "--delay", typed]);
+        assert_eq!(app.hook("post-task")["delaySeconds"], secs, "{typed}");
+    }
+    refused(
+        &app,
+        &["hooks", "update", "post-task", "--delay", "2d"],
+        2,
+        "delaySeconds: must be",
+    );
+    refused(
+        &app,
+        &["hooks", "update", "post-task", "--delay", "-5"],
+        2,
+        "delaySeconds: must be",
+    );
+    // `pause --for` takes a bare number of seconds too.
+    app.ok(&["pause", "--for", "90"]);
+    let p = app.json(&["status"])["pause"].clone();
+    let (since, until) = (
+        hooks_core::stamp::parse(p["since"].as_str().unwrap()).unwrap(),
+        hooks_core::stamp::parse(p["until"].as_str().unwrap()).unwrap(),
+    );
+    assert_eq!((until - since).whole_seconds(), 90, "{p}");
 }

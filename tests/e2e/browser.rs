@@ -92,10 +92,14 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
         "{v}"
     );
     assert!(v["chip"].as_str().unwrap().starts_with("ok"), "{v}");
+    let run = &app.runs()[0];
+    assert!(
+        run["reply"].is_string() && v["reply"] == run["reply"].as_str().unwrap().trim(),
+        "the reply, as the run record keeps it: {v} {run}"
+    );
     // Its start time, relative, with the absolute time on hover; its session links to
     // the lookup.
     assert!(v["started"].as_str().unwrap().ends_with(" ago"), "{v}");
-    let run = &app.runs()[0];
     assert_eq!(v["startedTitle"], run["startedAt"], "{v}");
     assert_eq!(v["sessionHref"], "/?session=b-run-1#lookup");
     let v = next();

@@ -234,7 +234,7 @@ fn the_daily_budget_stops_the_third_of_three_runs_until_the_next_day() {
     assert_eq!(pending.len(), 1, "{pending:?}");
     let reason = pending[0]["waiting"]["reason"].as_str().unwrap_or_default();
     assert!(
-        reason.starts_with("daily budget: $0.06 spent today of $0.05")
+        reason.starts_with("daily budget: $0.0566 spent today of $0.05")
             && reason.contains("waits for the next day"),
         "{reason}"
     );

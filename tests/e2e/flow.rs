@@ -91,6 +91,16 @@ fn a_finished_conversation_is_followed_up_once() {
     assert!(r["costUsd"].as_f64().is_some_and(|c| c > 0.0));
     assert_eq!(r["usage"]["cacheReadInputTokens"], 30_000);
     assert!(r["numTurns"].as_u64().is_some() && r["durationMs"].as_u64().is_some());
+    // What the follow-up said is kept: nobody has to resume the conversation to read it.
+    let reply = r["reply"].as_str().expect("the reply is in the run record");
+    assert!(reply.trim_end().ends_with("COMPLETED"), "{reply}");
+    let shown = app.ok(&["session", &sid]);
+    assert!(
+        shown.split_once("\nreply ").is_some_and(
+            |(_, r)| r.contains("MOCK REPLY") && r.contains(&format!("\n{:16}COMPLETED", ""))
+        ),
+        "{shown}"
+    );
 
     // The follow-up's own Stop queued nothing, and a later tick fires nothing.
     assert!(app.pending().is_empty());
@@ -179,6 +189,59 @@ fn a_disabled_hook_queues_nothing_and_other_stops_queue_nothing() {
     assert!(app.pending().is_empty(), "a disabled hook queues nothing");
 }
 
+/// A finished turn's Stop hook answers with a `systemMessage` the TUI shows: which hooks
+/// were queued, when, and how to stop them; nothing when nothing was queued.
+#[test]
+fn the_person_is_told_what_a_finished_turn_queued() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&[
+        "hooks",
+        "create",
+        "changelog",
+        "--prompt-file",
+        ".claude/agents/hooks/post-task.md",
+        "--delay",
+        "120",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(app.env.claude_home().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = v["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t = app.transcript("s-told", &app.proj, 1000);
+    let stop = |text: &str| {
+        serde_json::json!({"hook_event_name": "Stop", "session_id": "s-told", "cwd": app.proj,
+            "transcript_path": t, "last_assistant_message": text})
+        .to_string()
+    };
+
+    let o = app.hook_as_claude(&command, &app.proj, &[], &stop("all done\nDONE"));
+    assert!(o.status.success(), "{o:?}");
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let said = out["systemMessage"]
+        .as_str()
+        .expect("a systemMessage")
+        .to_owned();
+    assert!(
+        said.contains("post-task in 10s")
+            && said.contains("changelog in 2m")
+            && said.contains("hooks-app pause"),
+        "{said}"
+    );
+    assert_eq!(app.pending().len(), 2);
+
+    // Told again (already pending), or a turn that is not done: nothing is shown.
+    for text in ["all done\nDONE", "still working"] {
+        let o = app.hook_as_claude(&command, &app.proj, &[], &stop(text));
+        assert!(o.status.success() && o.stdout.is_empty(), "{text}: {o:?}");
+    }
+}
+
 #[test]
 fn a_conversation_still_being_written_waits_for_quiet_not_fired() {
     let app = App::real();
@@ -211,7 +274,7 @@ fn a_subagent_conversation_is_skipped() {
     std::fs::create_dir_all(&dir).unwrap();
     let line = |kind: &str, uuid: &str, content: serde_json::Value| {
         serde_json::json!({"type": kind, "uuid": uuid, "isSidechain": true, "agentId": "3ea04571",
-            "sessionId": "9d0a1c2e-parent", "cwd": "/work/site", "timestamp": "2025-06-01T10:00:00.000Z",
+            "sessionId": "9d0a1c2e-parent", "cwd": app.proj, "timestamp": "2025-06-01T10:00:00.000Z",
             "message": {"role": kind, "id": format!("msg_{uuid}"), "model": "claude-sonnet-4-5",
                 "content": content,
                 "usage": {"input_tokens": 12, "cache_creation_input_tokens": 3400, "cache_read_input_tokens": 0}}})
@@ -240,7 +303,7 @@ fn a_subagent_conversation_is_skipped() {
         "--session",
         "agent-3ea04571",
         "--cwd",
-        "/work/site",
+        app.proj.to_str().unwrap(),
     ]);
     assert_eq!(r[0]["outcome"], "queued");
     app.ok(&["tick", "--quiet-period", "0"]);

@@ -621,6 +621,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     );
 
     // The session lookup explains a conversation.
+    app.transcript("s-look", &app.proj, 1000);
     app.ok(&["notify", "--session", "s-look"]);
     let p = call(
         d.addr,
@@ -903,6 +904,61 @@ fn the_api_runs_a_hook_now_through_the_usual_checks() {
         ),
         404,
         "id",
+    );
+    d.stop();
+}
+
+/// A page login lasts its stated 12 hours across daemon restarts (the on-demand daemon
+/// exits when idle): kept in the private data folder by its hash, never by the id itself;
+/// logging out ends it for every later daemon too.
+#[test]
+fn a_page_login_outlives_the_daemon_that_made_it() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    let (cred, page) = log_in(&app, &d);
+    let csrf = page_csrf(&page);
+    d.stop();
+    let id = cred.trim_start_matches("Page ");
+    let kept: Vec<String> = std::fs::read_dir(app.data_dir().join("http-sessions"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert!(!kept[0].contains(id), "the file is named by the id's hash");
+    let text =
+        std::fs::read_to_string(app.data_dir().join("http-sessions").join(&kept[0])).unwrap();
+    assert!(!text.contains(id), "the id itself is not written down");
+
+    // A new daemon: the same login works, forms and all.
+    let d = Served::start(&app, &[], &[]);
+    let r = call(d.addr, "GET", "/", &[("Authorization", &cred)], None);
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = form(
+        &d,
+        &cred,
+        "/ui/hooks/post-task/toggle",
+        &format!("csrf={csrf}"),
+    );
+    assert_eq!(r.status, 303, "{r:?}");
+    assert_eq!(app.hook("post-task")["enabled"], false);
+    let wrong = call(
+        d.addr,
+        "GET",
+        "/",
+        &[("Authorization", "Page 00ff00ff")],
+        None,
+    );
+    assert_eq!(wrong.status, 401, "an unknown session is refused");
+    // Logged out: gone for this daemon and the next.
+    let out = form(&d, &cred, "/logout", &format!("csrf={csrf}"));
+    assert_eq!(out.status, 200, "{out:?}");
+    d.stop();
+    let d = Served::start(&app, &[], &[]);
+    assert_eq!(
+        call(d.addr, "GET", "/", &[("Authorization", &cred)], None).status,
+        401
     );
     d.stop();
 }

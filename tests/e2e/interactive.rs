@@ -18,7 +18,7 @@ fn user() -> (App, std::process::Child) {
     app.ok(&["init"]);
     app.ok(&["install", "--scope", "user", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
-    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let serve = app.spawn(&["serve", "--quiet-period", "1", "--deliver", "closed"]);
     (app, serve)
 }
 
@@ -30,7 +30,7 @@ fn user_with_delay(delay: &str) -> (App, std::process::Child) {
     app.ok(&["init"]);
     app.ok(&["install", "--scope", "user", "--daemon", "none"]);
     app.ok(&["hooks", "update", "post-task", "--delay", delay]);
-    let serve = app.spawn(&["serve"]);
+    let serve = app.spawn(&["serve", "--deliver", "closed"]);
     (app, serve)
 }
 
@@ -97,6 +97,14 @@ fn an_open_tui_conversation_is_never_resumed_and_is_followed_up_once_the_person_
     let tui = Tui::start(&app.env, &app.proj);
     tui.type_line("build the feature SAY_DONE");
     let sid = session_of(&app);
+    // The Stop hook's heads-up is on the person's screen.
+    assert!(
+        wait_until(10, || tui.screen().contains(
+            "hooks-app will follow up this conversation: post-task in"
+        )),
+        "{}",
+        tui.screen()
+    );
 
     // Past the delay and the quiet period, the daemon decides: the conversation is open.
     let want = format!("conversation open in claude, pid {}, interactive", tui.pid);
@@ -328,7 +336,7 @@ fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
     app.ok(&["hooks", "enable", "continue-after-limit"]);
     // An API key's limit states no reset: the wait is the hook's delay.
     app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
-    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let serve = app.spawn(&["serve", "--quiet-period", "1", "--deliver", "closed"]);
     app.api.set_limit(Some(hooks_testkit::Limit::RateLimited {
         reset: time::OffsetDateTime::now_utc().unix_timestamp() + 3600,
     }));
@@ -370,4 +378,196 @@ fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
         text.contains("Carry on with the task"),
         "in the same conversation"
     );
+}
+
+/// Whether the pinned Claude Code under test has a per-session inbox (2.1.332 on).
+fn has_inbox() -> bool {
+    hooks_testkit::claude_version() != "2.1.197"
+}
+
+/// A user whose daemon delivers into an open TUI where it can (the default), post-task's
+/// delay `delay` seconds, the quiet period 1 s; a TUI whose first turn said DONE, and its
+/// session.
+fn done_in_a_tui_delivering(delay: &str) -> (App, std::process::Child, Tui, String) {
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", delay]);
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let tui = Tui::start(&app.env, &app.proj);
+    tui.type_line("build the feature SAY_DONE");
+    let sid = session_of(&app);
+    (app, serve, tui, sid)
+}
+
+/// `DONE` in a TUI left open and idle: where the running Claude Code offers a way in
+/// (2.1.332's inbox) the follow-up arrives in that TUI as one turn the person sees, soon
+/// after it is due, and is recorded with its cost while the TUI stays open; `/exit` then
+/// runs nothing more. Where it offers none (2.1.197) it runs once after the close, as
+/// before. Either way the transcript holds one chain.
+#[test]
+fn a_follow_up_due_while_the_tui_is_open_and_idle_arrives_in_it() {
+    let (app, serve, tui, sid) = done_in_a_tui_delivering("2");
+    let due = hooks_core::stamp::parse(app.pending()[0]["dueAt"].as_str().unwrap()).unwrap();
+    let has_inbox = has_inbox();
+    if has_inbox {
+        assert!(
+            wait_until(60, || app
+                .runs()
+                .iter()
+                .any(|r| r["finishedAt"].is_string())),
+            "delivered into the open TUI: {:?} {:?}\n{}",
+            app.runs(),
+            app.pending(),
+            tui.screen()
+        );
+        assert!(tui.alive(), "while the TUI stays open");
+        assert!(
+            tui.wait_for(10, "tidy-up pass"),
+            "the person sees the follow-up in their TUI:\n{}",
+            tui.screen()
+        );
+        let r = app.runs()[0].clone();
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["completed"], true, "{r}");
+        assert!(
+            r["costUsd"].as_f64().is_some_and(|c| c > 0.0),
+            "priced: {r}"
+        );
+        assert!(r["usage"]["outputTokens"].as_u64().is_some(), "{r}");
+        assert!(r["pid"].is_null(), "no process of ours: {r}");
+        assert_eq!(r["delivery"], "open", "{r}");
+        assert!(
+            r["reply"].as_str().is_some_and(|t| t.contains("COMPLETED")),
+            "{r}"
+        );
+        let started = hooks_core::stamp::parse(r["startedAt"].as_str().unwrap()).unwrap();
+        // Within 2 s of when it could go: due, and the transcript quiet for 1 s.
+        let late = (started - due).whole_milliseconds();
+        eprintln!("delivered {late} ms after it was due");
+        assert!(
+            late <= 1000 + 2000 + 1000,
+            "{late} ms after it was due: {r}"
+        );
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+        app.ok(&["tick", "--quiet-period", "0"]);
+    } else {
+        assert!(
+            wait_until(30, || waiting_reason(&app)
+                .is_some_and(|r| r.starts_with("conversation open in claude"))),
+            "no way in: it waits for the close: {:?}",
+            app.pending()
+        );
+        assert!(app.runs().is_empty());
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+        assert!(
+            wait_until(60, || app.runs().iter().any(|r| r["status"] == "ok")),
+            "{:?} {:?}",
+            app.runs(),
+            app.pending()
+        );
+        assert_eq!(app.runs()[0]["delivery"], "resumed");
+    }
+    let log = stop(serve);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "once, whichever way: {runs:?}\n{log}");
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+    let recs = records(&app, &sid);
+    assert_eq!(forks(&recs), Vec::<String>::new(), "one chain");
+    assert!(
+        app.api
+            .bodies()
+            .last()
+            .unwrap()
+            .to_string()
+            .contains("tidy-up pass"),
+        "the follow-up's prompt reached the model"
+    );
+}
+
+/// The person types on while the follow-up comes due: their turn (a slow reply streaming)
+/// is never interrupted or merged; the follow-up arrives once the TUI is idle again, after
+/// their turn, as a turn of its own. Where there is no way in (2.1.197) it is resumed after
+/// the close, after the person's turn all the same.
+#[test]
+fn a_busy_tui_is_not_interrupted_the_follow_up_waits_for_idle() {
+    let has_inbox = has_inbox();
+    let (app, serve, tui, sid) = done_in_a_tui_delivering("3");
+    // At once, before it is due: a turn that streams for 8 s.
+    app.api.set_slow(Duration::from_secs(8));
+    tui.type_line("and one more thing SLOW_REPLY");
+    assert!(wait_until(30, || app.api.saw("one more thing SLOW_REPLY")));
+    let waits = if has_inbox {
+        "waits for the turn to end"
+    } else {
+        "conversation open in claude"
+    };
+    assert!(
+        wait_until(30, || waiting_reason(&app)
+            .is_some_and(|r| r.starts_with(waits))),
+        "due while busy: it waits ({waits}): {:?}",
+        app.pending()
+    );
+    assert!(app.runs().is_empty(), "nothing delivered mid-turn");
+    app.api.set_slow(Duration::ZERO);
+    if !has_inbox {
+        // No way in: resumed once after the close.
+        assert!(
+            wait_until(30, || records(&app, &sid)
+                .iter()
+                .filter(|r| r["type"] == "assistant")
+                .count()
+                >= 2),
+            "the person's slow turn is answered"
+        );
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+    }
+    assert!(
+        wait_until(60, || app
+            .runs()
+            .iter()
+            .any(|r| r["finishedAt"].is_string())),
+        "delivered once idle: {:?} {:?}\n{}",
+        app.runs(),
+        app.pending(),
+        tui.screen()
+    );
+    let r = app.runs()[0].clone();
+    let how = if has_inbox { "open" } else { "resumed" };
+    assert_eq!(
+        (r["status"].as_str(), r["delivery"].as_str()),
+        (Some("ok"), Some(how)),
+        "{r}"
+    );
+    // The person's turn is whole, and comes before the follow-up's.
+    let recs = records(&app, &sid);
+    let text = |r: &Value| r["message"]["content"].to_string();
+    let mine = recs
+        .iter()
+        .position(|r| r["type"] == "user" && text(r).contains("one more thing SLOW_REPLY"))
+        .expect("the person's prompt");
+    let follow = recs
+        .iter()
+        .position(|r| r["type"] == "user" && text(r).contains("tidy-up pass"))
+        .expect("the follow-up's prompt");
+    assert!(mine < follow, "the follow-up comes after the person's turn");
+    assert!(
+        recs[mine..follow].iter().any(|r| r["type"] == "assistant"),
+        "the person's turn was answered before the follow-up began"
+    );
+    assert!(
+        !text(&recs[mine]).contains("tidy-up pass"),
+        "nothing merged into what the person typed"
+    );
+    assert_eq!(forks(&recs), Vec::<String>::new());
+    if has_inbox {
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+    }
+    let log = stop(serve);
+    assert_eq!(app.runs().len(), 1, "{log}");
 }

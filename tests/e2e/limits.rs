@@ -34,6 +34,19 @@ fn finished_conversation(app: &App) -> String {
         .to_owned()
 }
 
+/// Waits until the one queued entry is due (its backoff is a second or two), then has a
+/// `tick` decide it.
+fn tick_once_due(app: &App) {
+    let due = wait_until(10, || {
+        app.pending()
+            .first()
+            .and_then(|p| p["dueAt"].as_str().and_then(hooks_core::stamp::parse))
+            .is_some_and(|d| d <= time::OffsetDateTime::now_utc())
+    });
+    assert!(due, "{:?}", app.pending());
+    app.ok(&["tick", "--quiet-period", "0"]);
+}
+
 fn unix_now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
@@ -130,6 +143,99 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
     assert!(app.json(&["session", &sid])["stamps"]["continue-after-limit"].is_string());
 }
 
+/// The person carries on by hand after a limit, before and after the continuation came
+/// due (no daemon looked meanwhile): the conversation went on, so it is not continued again.
+#[test]
+fn a_conversation_that_went_on_after_a_limit_is_not_continued_again() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "2"]);
+
+    // An API key's 429 states no reset: due after the hook's delay.
+    app.api.set_limit(Some(Limit::RateLimited {
+        reset: unix_now() + 3600,
+    }));
+    let turn = claude_turn(&app, "build the feature");
+    let sid = turn["session_id"].as_str().expect("a session").to_owned();
+    assert_eq!(turn["api_error_status"], 429, "{turn}");
+    assert_eq!(app.pending().len(), 1, "{:?}", app.pending());
+
+    // "go on", typed by the person with `-p`, answered.
+    app.api.set_limit(None);
+    let (code, v, err) = app.env.run(&app.proj, &["--resume", &sid, "--", "go on"]);
+    assert_eq!(code, 0, "{v} {err}");
+    assert_eq!(v["session_id"], sid.as_str());
+    // Past its due time, the daemon looks: a recorded skip, no run.
+    tick_once_due(&app);
+    assert_eq!(
+        app.last_status("continue-after-limit"),
+        "skipped: the conversation went on after the failure"
+    );
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "one record, the skip: {runs:?}");
+    assert!(
+        runs[0]["costUsd"].is_null() && runs[0]["exitCode"].is_null(),
+        "{runs:?}"
+    );
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+    let transcript = std::fs::read_to_string(app.env.transcript(&sid).unwrap()).unwrap();
+    assert!(
+        !transcript.contains("Carry on with the task"),
+        "the prompt never went in"
+    );
+}
+
+/// A limit on a conversation's very first turn leaves no reply to name a model; with a
+/// daily budget set the continuation needs an estimate, and takes the model from Claude
+/// Code's settings as the CLI would, instead of being skipped for good.
+#[test]
+fn a_limit_on_the_first_turn_with_a_budget_is_priced_on_the_settings_model() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
+    app.ok(&["budget", "set", "--daily-usd", "5", "--time-zone", "UTC"]);
+    let settings = app.env.claude_home().join("settings.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    v["model"] = "sonnet".into();
+    std::fs::write(&settings, v.to_string()).unwrap();
+
+    app.api.set_limit(Some(Limit::RateLimited {
+        reset: unix_now() + 3600,
+    }));
+    let turn = claude_turn(&app, "build the feature");
+    assert_eq!(turn["api_error_status"], 429, "{turn}");
+    let sid = turn["session_id"].as_str().unwrap().to_owned();
+    let about = app.json(&["session", &sid]);
+    assert!(about["model"].is_null(), "no reply names a model: {about}");
+    let estimate = about["estimates"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["hookId"] == "continue-after-limit"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        estimate["model"]
+            .as_str()
+            .is_some_and(|m| m.contains("sonnet")),
+        "priced on the settings' model: {about}"
+    );
+
+    app.api.set_limit(None);
+    tick_once_due(&app);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["status"], "ok", "{runs:?}");
+    assert!(
+        runs[0]["model"]
+            .as_str()
+            .is_some_and(|m| m.contains("sonnet")),
+        "{runs:?}"
+    );
+}
+
 #[test]
 fn a_follow_up_overloaded_twice_goes_back_to_the_queue_and_then_runs() {
     let app = App::real();
@@ -159,8 +265,16 @@ fn a_follow_up_overloaded_twice_goes_back_to_the_queue_and_then_runs() {
         "every attempt is in the run log: {runs:?}"
     );
     assert!(
-        statuses[..2].iter().all(|s| s.contains("529")),
+        statuses[..2]
+            .iter()
+            .all(|s| s.starts_with("requeued: overloaded, back in the queue, due ")),
         "{statuses:?}"
+    );
+    assert!(
+        runs[..2]
+            .iter()
+            .all(|r| r["reply"].as_str().is_some_and(|t| t.contains("529"))),
+        "{runs:?}"
     );
     assert_eq!(statuses[2], "ok");
     // Backing off: the second attempt waited twice the delay after the first.
@@ -223,9 +337,16 @@ fn a_follow_up_that_hits_a_usage_limit_waits_for_the_reset_and_then_runs() {
     assert!(ran, "it ran after the reset: {log}");
     let runs = app.runs();
     assert_eq!(runs.len(), 2, "the attempt and the run: {runs:?}");
+    assert_eq!(
+        runs[0]["status"],
+        format!("requeued: rate limited, back in the queue, due {due} (attempt 2 of 5)").as_str(),
+        "not shown as a failure: {runs:?}"
+    );
     assert!(
-        runs[0]["status"].as_str().unwrap_or("").contains("limit"),
-        "{runs:?}"
+        runs[0]["reply"]
+            .as_str()
+            .is_some_and(|r| r.contains("resets")),
+        "what the CLI said is kept: {runs:?}"
     );
     let started = hooks_core::stamp::parse(runs[1]["startedAt"].as_str().unwrap()).unwrap();
     assert!(hooks_core::stamp::format(started) >= due, "{runs:?}");

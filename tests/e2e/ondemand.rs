@@ -124,7 +124,14 @@ fn two_hooks_at_once_start_at_most_one_daemon_and_it_serves_both() {
     for h in hooks {
         let o = h.wait_with_output().unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        assert!(o.stdout.is_empty(), "the hook prints nothing on stdout");
+        // On stdout only the heads-up the TUI shows.
+        let said: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert!(
+            said["systemMessage"]
+                .as_str()
+                .is_some_and(|m| m.contains("post-task in 0s")),
+            "{said}"
+        );
     }
     assert!(
         wait_until(60, || app.runs().len() == 2
@@ -267,5 +274,97 @@ fn install_http_serves_the_page_on_demand_and_uninstall_stops_the_daemon() {
         app.json(&["status"])["daemonMode"],
         "none",
         "nothing starts it again"
+    );
+}
+
+/// Nothing fires after `uninstall` unless the user asks: what is queued stays, paused,
+/// until `install` takes it up again (starting the daemon), or is dropped on request,
+/// each entry ending as a logged skip.
+#[test]
+fn uninstall_keeps_the_queue_paused_or_drops_it_and_install_takes_it_up() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--idle-exit", "2"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    let queue = |sid: &str| {
+        let t = app.transcript(sid, &app.proj, 1000);
+        app.ok(&[
+            "notify",
+            "--session",
+            sid,
+            "--transcript",
+            t.to_str().unwrap(),
+        ]);
+    };
+    queue("u-kept");
+
+    let out = app.ok(&["uninstall"]);
+    assert!(
+        out.contains("1 follow-up (1 due now) stay queued, paused so that none fires"),
+        "{out}"
+    );
+    // A daemon run by hand fires nothing meanwhile.
+    app.ok(&["tick", "--quiet-period", "0"]);
+    assert!(app.runs().is_empty(), "{:?}", app.runs());
+    let p = app.pending();
+    assert!(
+        p[0]["waiting"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("by hooks-app uninstall")),
+        "{p:?}"
+    );
+
+    // Installed again: the pause uninstall set is lifted and a daemon takes the queue.
+    let out = app.ok(&["install", "--idle-exit", "2"]);
+    assert!(
+        out.contains("follow-ups resume") && out.contains("started the daemon: 1 follow-up"),
+        "{out}"
+    );
+    assert!(
+        wait_until(60, || app.runs().iter().any(|r| r["status"] == "ok")),
+        "{:?} {:?}",
+        app.runs(),
+        app.pending()
+    );
+    assert_eq!(app.json(&["status"])["pause"]["paused"], false);
+
+    // A pause the person set is theirs: install leaves it.
+    app.ok(&["pause"]);
+    app.ok(&["install", "--idle-exit", "2"]);
+    assert_eq!(app.json(&["status"])["pause"]["paused"], true);
+    app.ok(&["unpause"]);
+
+    // One entry dropped by hand; then the rest at uninstall, on request.
+    app.ok(&["hooks", "update", "post-task", "--delay", "3600"]);
+    queue("u-one");
+    queue("u-two");
+    let out = app.ok(&["pending", "drop", "post-task", "u-one"]);
+    assert!(out.contains("post-task on u-one: dropped"), "{out}");
+    let again = app.run(&["pending", "drop", "post-task", "u-one"]);
+    assert_eq!(again.status.code(), Some(2), "{again:?}");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("no follow-up of post-task is queued"));
+    let out = app.ok(&["uninstall", "--drop-queue"]);
+    assert!(out.contains("dropped 1 queued follow-up(s)"), "{out}");
+    assert!(app.pending().is_empty());
+    let skipped: Vec<String> = app
+        .runs()
+        .iter()
+        .filter(|r| r["sessionId"] == "u-one" || r["sessionId"] == "u-two")
+        .map(|r| r["status"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        skipped,
+        ["skipped: dropped by hand", "skipped: dropped at uninstall"],
+        "every dropped entry leaves a record"
+    );
+    assert_eq!(
+        app.json(&["status"])["pause"]["paused"],
+        false,
+        "nothing left to pause"
+    );
+    assert!(
+        wait_until(30, || daemons(&app).is_empty()),
+        "the on-demand daemon is gone: {:?}",
+        daemons(&app)
     );
 }

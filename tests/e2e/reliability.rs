@@ -14,12 +14,23 @@ fn four_processes_notify_1000_sessions_and_lose_none() {
 
 pub fn notify_1000_from_4_processes(app: &App) {
     app.ok(&["init"]);
+    // `notify` wants a transcript it can see; one file stands in for all of them.
+    let t = app.transcript("n-shared", &app.proj, 1000);
+    let t = t.to_str().unwrap();
     thread::scope(|s| {
         for p in 0..4 {
             s.spawn(move || {
                 for i in 0..250 {
                     let sid = format!("n{p}-{i}");
-                    let o = app.run(&["notify", "--session", &sid, "--cwd", "/tmp"]);
+                    let o = app.run(&[
+                        "notify",
+                        "--session",
+                        &sid,
+                        "--cwd",
+                        "/tmp",
+                        "--transcript",
+                        t,
+                    ]);
                     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
                 }
             });

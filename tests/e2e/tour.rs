@@ -257,6 +257,12 @@ fn mistakes_get_answers_that_help_and_first_steps_agree() {
     );
     // Sessions: a unique prefix of 8 or more is enough; an unknown one is exit 1, naming
     // where it looked.
+    for sid in [
+        "ad18d5d3-1111-4222-8333-444455556666",
+        "ad18ffff-1111-4222-8333-444455556666",
+    ] {
+        app.transcript(sid, &app.proj, 1000);
+    }
     app.ok(&[
         "notify",
         "--session",
@@ -447,7 +453,7 @@ fn hooks_run_follows_up_now_once_unless_forced_and_says_what_became_of_it() {
     app.transcript("run-now-1", &app.proj, 1000);
     let out = app.ok(&["hooks", "run", "post-task", "--session", "run-now-1"]);
     assert!(
-        out.contains("post-task on run-now-1: ok, cost $0.0100"),
+        out.contains("post-task on run-now-1: ok, cost $0.01"),
         "{out}"
     );
     assert_eq!(app.fake_log(), ["run-now-1 post-task"]);

@@ -45,10 +45,13 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
     await page.locator('#runs', { hasText: process.env.RUN_SESSION }).waitFor({ timeout: 30000 });
     const runRow = page.locator('#runs tr', { hasText: process.env.RUN_SESSION });
     const started = runRow.locator('time');
+    // The follow-up's reply opens in place.
+    await runRow.locator('details.reply summary').click();
+    const reply = (await runRow.locator('details.reply pre').innerText()).trim();
     say({ step: 'run shown', row: (await runRow.innerText()).replace(/\s+/g, ' ').trim(),
       chip: (await page.locator('#hook-post-task [data-status]').innerText()).trim(),
       started: (await started.innerText()).trim(), startedTitle: await started.getAttribute('title'),
-      sessionHref: await runRow.locator('a[data-session]').getAttribute('href') });
+      sessionHref: await runRow.locator('a[data-session]').getAttribute('href'), reply });
 
     // On a phone nothing scrolls sideways.
     const widths = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
