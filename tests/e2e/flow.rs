@@ -395,3 +395,47 @@ fn a_follow_up_found_hours_late_is_skipped_when_its_hook_says_so() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("maxLatenessSeconds: must be"));
 }
+
+#[test]
+fn a_hook_can_keep_its_follow_ups_out_of_an_open_conversation() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    assert_eq!(app.hook("post-task")["deliver"], "auto");
+    app.ok(&["hooks", "update", "post-task", "--deliver", "closed"]);
+    assert_eq!(app.hook("post-task")["deliver"], "closed");
+    let shown = app.ok(&["hooks", "show", "post-task"]);
+    assert!(
+        shown.contains("closed (resumed after the close)"),
+        "{shown}"
+    );
+    // Kept through other changes; a bad value names the field and changes nothing.
+    app.ok(&["hooks", "update", "post-task", "--delay", "5"]);
+    assert_eq!(app.hook("post-task")["deliver"], "closed");
+    let o = app.run(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--deliver",
+        "tui",
+        "--delay",
+        "7",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("deliver: must be auto or closed"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(app.hook("post-task")["delaySeconds"], 5);
+    let made = app.ok(&[
+        "hooks",
+        "create",
+        "changelog",
+        "--prompt-file",
+        "p.md",
+        "--deliver",
+        "auto",
+    ]);
+    assert!(made.contains("changelog"), "{made}");
+    assert_eq!(app.hook("changelog")["deliver"], "auto");
+}

@@ -23,14 +23,24 @@ fn user() -> (App, std::process::Child) {
 }
 
 /// A user with the hook installed, post-task's delay `delay` seconds and a daemon with the
-/// default quiet period (5 s).
+/// default quiet period (5 s). The daemon delivers into open TUIs (the default) but the hook
+/// says `--deliver closed`: its follow-ups wait for the close.
 fn user_with_delay(delay: &str) -> (App, std::process::Child) {
     let app = App::real();
     app.api.set_final_line(Some("COMPLETED"));
     app.ok(&["init"]);
     app.ok(&["install", "--scope", "user", "--daemon", "none"]);
-    app.ok(&["hooks", "update", "post-task", "--delay", delay]);
-    let serve = app.spawn(&["serve", "--deliver", "closed"]);
+    app.ok(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--delay",
+        delay,
+        "--deliver",
+        "closed",
+    ]);
+    assert_eq!(app.hook("post-task")["deliver"], "closed");
+    let serve = app.spawn(&["serve"]);
     (app, serve)
 }
 

@@ -93,6 +93,39 @@ impl Event {
     }
 }
 
+/// Where a hook's follow-up goes when its conversation is open in a TUI when it comes due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delivery {
+    /// Into the open conversation, as a turn the person sees, where the running agent offers
+    /// a way in and the daemon allows it; otherwise resumed after the close.
+    #[default]
+    Auto,
+    /// Always resumed after the close, never into the open conversation.
+    Closed,
+}
+
+impl Delivery {
+    pub const ALL: [Delivery; 2] = [Delivery::Auto, Delivery::Closed];
+
+    /// Empty means `auto`.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim() {
+            "" | "auto" => Ok(Delivery::Auto),
+            "closed" => Ok(Delivery::Closed),
+            other => Err(ValidationError::new(
+                "deliver",
+                format!("must be auto or closed (got {})", describe(other)),
+            )),
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Delivery::Auto => "auto",
+            Delivery::Closed => "closed",
+        }
+    }
+}
+
 /// How long after the event a hook fires: a whole number of seconds, 0 to 86400.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Delay(u32);
@@ -457,6 +490,8 @@ pub struct Hook {
     pub max_lateness: MaxLateness,
     /// The failures a `conversation-failed` hook follows up.
     pub errors: FailureKinds,
+    /// Whether its follow-up may go into a conversation still open in a TUI.
+    pub deliver: Delivery,
     pub created_at: Option<Timestamp>,
     pub last_status: Option<Status>,
     pub history: History,
@@ -502,6 +537,7 @@ pub struct HookSpec {
     pub max_cost: CostCap,
     pub max_lateness: MaxLateness,
     pub errors: FailureKinds,
+    pub deliver: Delivery,
 }
 
 impl HookSpec {
@@ -520,6 +556,7 @@ impl HookSpec {
             max_cost: CostCap::NONE,
             max_lateness: MaxLateness::NONE,
             errors: FailureKinds::default(),
+            deliver: Delivery::Auto,
         })
     }
 
@@ -537,6 +574,7 @@ impl HookSpec {
             max_cost: CostCap::NONE,
             max_lateness: MaxLateness::NONE,
             errors: FailureKinds::default(),
+            deliver: Delivery::Auto,
         }
     }
 
@@ -570,6 +608,7 @@ impl HookSpec {
             max_cost,
             max_lateness,
             errors,
+            deliver,
         } = patch;
         if let Some(v) = name {
             self.name.clone_from(v);
@@ -607,6 +646,9 @@ impl HookSpec {
         if let Some(v) = errors {
             self.errors = v.clone();
         }
+        if let Some(v) = *deliver {
+            self.deliver = v;
+        }
     }
 
     pub fn into_hook(self, id: HookId, now: Timestamp) -> Hook {
@@ -623,6 +665,7 @@ impl HookSpec {
             max_cost: self.max_cost,
             max_lateness: self.max_lateness,
             errors: self.errors,
+            deliver: self.deliver,
             created_at: Some(now),
             last_status: None,
             history: History::default(),
@@ -662,6 +705,7 @@ pub struct HookPatch {
     pub max_cost: Option<CostCap>,
     pub max_lateness: Option<MaxLateness>,
     pub errors: Option<FailureKinds>,
+    pub deliver: Option<Delivery>,
 }
 
 impl HookPatch {
@@ -701,6 +745,9 @@ impl HookPatch {
         }
         if let Some(v) = &self.errors {
             hook.errors = v.clone();
+        }
+        if let Some(v) = self.deliver {
+            hook.deliver = v;
         }
     }
 }

@@ -518,11 +518,12 @@ impl Service {
             _ => None,
         };
         let paused = store.pause().await?;
-        // Into the open conversation only what it can take as it is: no run options (a
+        // Into the open conversation only what its hook allows and it can take as it is: no run options (a
         // model, a permission mode, tools, turns, a system prompt) that only a resumed run
         // could honour, not again once a delivery of this entry went untaken, and not the
         // continuation of a usage limit.
         let can_deliver = self.config.policy.deliver_open
+            && hook.as_ref().is_some_and(|h| h.deliver == Delivery::Auto)
             && self.ports.runner.delivers_into_open()
             && facts.transcript.is_some()
             && matches!(&prompt, Some(Ok(p)) if crate::prompt::RunOptions {

@@ -75,6 +75,16 @@ fn events() {
 }
 
 #[test]
+fn deliveries() {
+    assert_eq!(Delivery::parse("").unwrap(), Delivery::Auto);
+    assert_eq!(Delivery::parse(" closed ").unwrap(), Delivery::Closed);
+    for d in Delivery::ALL {
+        assert_eq!(Delivery::parse(d.as_str()).unwrap(), d);
+    }
+    check_refused(Delivery::parse("open-only"), "deliver", "auto or closed");
+}
+
+#[test]
 fn delays() {
     for (s, n) in [("0", 0), ("10", 10), ("86400", 86_400)] {
         assert_eq!(Delay::parse(s).unwrap().seconds(), n);
@@ -2966,9 +2976,11 @@ async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a
     assert!(run.outcome.cost_usd.is_some_and(|c| c > 0.0), "{run:?}");
     assert!(w.meta.stamps(&s).contains_key(&post_task_id()));
 
-    // Delivery switched off (`--deliver closed`), or a runner that cannot: it waits for the
-    // close as before.
-    for (deliver_open, runner_can) in [(false, true), (true, false)] {
+    // Delivery switched off (`--deliver closed`) for the daemon or for the hook, or a
+    // runner that cannot: it waits for the close as before.
+    for (deliver_open, runner_can, hook_closed) in
+        [(false, true, false), (true, false, false), (true, true, true)]
+    {
         let mut config = Config::new("me");
         config.policy.deliver_open = deliver_open;
         let store = InMemoryStore::seeded(t0());
@@ -2986,6 +2998,13 @@ async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a
             },
             config,
         );
+        if hook_closed {
+            let patch = HookPatch {
+                deliver: Some(Delivery::Closed),
+                ..HookPatch::default()
+            };
+            svc.update_hook(&post_task_id(), &patch).await.unwrap();
+        }
         svc.notify(&done_event("s1")).await.unwrap();
         meta.set_transcript(&s, transcript(60, Some(1000), false));
         meta.set_open(&s, Some(open("idle")));
@@ -2994,7 +3013,7 @@ async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a
         let r = svc.fire(&e).await.unwrap();
         assert!(
             matches!(&r.action, FireAction::Waiting { waiting, .. } if waiting.open),
-            "{deliver_open} {runner_can}: {r:?}"
+            "{deliver_open} {runner_can} {hook_closed}: {r:?}"
         );
         assert_eq!(runner.count(), 0);
     }

@@ -47,6 +47,7 @@ pub const HOOK_FIELDS: &[&str] = &[
     "maxContextK",
     "maxCostUsd",
     "maxLatenessSeconds",
+    "deliver",
     "errors",
     "enabled",
     "skipCron",
@@ -117,6 +118,9 @@ pub fn patch_from(m: &Map<String, Value>) -> Result<HookPatch, ApiError> {
     }
     if let Some(l) = number(m, "maxLatenessSeconds")? {
         p.max_lateness = Some(MaxLateness::parse(&l)?);
+    }
+    if let Some(d) = text(m, "deliver")? {
+        p.deliver = Some(Delivery::parse(d)?);
     }
     if let Some(c) = number(m, "maxCostUsd")? {
         p.max_cost = Some(CostCap::parse(&c)?);

@@ -96,6 +96,7 @@ pub async fn form(
                     "maxContextK" => ContextCap::parse(v).map(|c| patch.max_context = Some(c)),
                     "maxCostUsd" => CostCap::parse(v).map(|c| patch.max_cost = Some(c)),
                     "promptFile" => PromptFile::parse(v).map(|p| patch.prompt_file = Some(p)),
+                    "deliver" => Delivery::parse(v).map(|d| patch.deliver = Some(d)),
                     _ => Ok(()),
                 };
                 if let Err(e) = one {

@@ -380,7 +380,11 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
             .usd()
             .map(|c| format!(", cost ≤ {}", hooks_shapes::text::usd(c)))
             .unwrap_or_default()
-    );
+    ) + if h.deliver == Delivery::Closed {
+        ", only after the close"
+    } else {
+        ""
+    };
     let field = |name: &str, label: &str, value: String| -> Markup {
         maud::html! {
             label { (label) input type="text" name=(name) value=(val(name, value)); (err(name)) }
@@ -412,6 +416,20 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
                         (field("maxContextK", "max context (k)", h.max_context.k().to_string()))
                         (field("maxCostUsd", "max cost (USD)", h.max_cost.usd().map_or("0".into(), |c| c.to_string())))
                         (field("promptFile", "prompt file", h.prompt_file.to_string()))
+                        label {
+                            "delivery"
+                            select name="deliver" {
+                                @for d in Delivery::ALL {
+                                    option value=(d.as_str()) selected[d == h.deliver] {
+                                        @match d {
+                                            Delivery::Auto => "into the open conversation where it can",
+                                            Delivery::Closed => "only after the close",
+                                        }
+                                    }
+                                }
+                            }
+                            (err("deliver"))
+                        }
                         button type="submit" { "save" }
                     }
                 }

@@ -117,6 +117,10 @@ pub struct HookDto {
     /// default three).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<Value>,
+    /// This project's: `closed` keeps a hook's follow-ups out of an open conversation
+    /// (absent: `auto`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -138,7 +142,7 @@ pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of a hook this project knows.
-pub const HOOK_FIELDS: [&str; 17] = [
+pub const HOOK_FIELDS: [&str; 18] = [
     "id",
     "name",
     "event",
@@ -152,6 +156,7 @@ pub const HOOK_FIELDS: [&str; 17] = [
     "maxCostUsd",
     "maxLatenessSeconds",
     "errors",
+    "deliver",
     "createdAt",
     "lastStatus",
     "history",
@@ -301,6 +306,7 @@ impl HookDto {
             max_context,
             max_cost,
             max_lateness,
+            deliver: Delivery::parse(self.deliver.as_deref().unwrap_or(""))?,
             created_at: self.created_at.as_deref().and_then(stamp::parse),
             last_status: self.last_status.as_deref().map(Status::parse),
             history,
@@ -329,6 +335,9 @@ impl HookDto {
             0 => self.max_lateness_seconds.take().map(|_| Value::from(0)),
             n => Some(Value::from(n)),
         };
+        // Written when it is not the default, or where a file has it already.
+        self.deliver = (hook.deliver != Delivery::Auto || self.deliver.is_some())
+            .then(|| hook.deliver.as_str().to_owned());
         // Written for the hooks it matters to, and where a file has it already.
         self.errors = (hook.event == Event::ConversationFailed || self.errors.is_some())
             .then(|| Value::from(hook.errors.names()));

@@ -30,6 +30,7 @@ pub fn hook_from_row(r: &Row) -> Result<Hook, StoreError> {
         max_context: ContextCap::from_k(i64::from(r.get::<_, i32>(8))).map_err(bad)?,
         max_cost: CostCap::from_usd(r.get(9)).map_err(bad)?,
         max_lateness: MaxLateness::from_seconds(i64::from(r.get::<_, i32>(14))).map_err(bad)?,
+        deliver: Delivery::parse(r.get(16)).map_err(bad)?,
         created_at: r.get(10),
         last_status: r.get::<_, Option<&str>>(11).map(Status::parse),
         history: History::from_entries(
@@ -78,7 +79,7 @@ pub async fn insert_hook(
          max_cost_usd = EXCLUDED.max_cost_usd, created_at = EXCLUDED.created_at, \
          last_status = EXCLUDED.last_status, history_at = EXCLUDED.history_at, \
          history_session = EXCLUDED.history_session, max_lateness_s = EXCLUDED.max_lateness_s, \
-         errors = EXCLUDED.errors"
+         errors = EXCLUDED.errors, deliver = EXCLUDED.deliver"
     } else {
         ""
     };
@@ -86,8 +87,9 @@ pub async fn insert_hook(
         &format!(
             "INSERT INTO hooks (id, name, event, delay_seconds, prompt_file, enabled, skip_cron, \
              skip_subagents, max_context_k, max_cost_usd, created_at, last_status, history_at, \
-             history_session, max_lateness_s, errors) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
+             history_session, max_lateness_s, errors, deliver) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
+             $17) \
              {on_conflict}"
         ),
         &[
@@ -107,6 +109,7 @@ pub async fn insert_hook(
             &sessions,
             &(h.max_lateness.seconds().min(i32::MAX as u32) as i32),
             &h.errors.names(),
+            &h.deliver.as_str(),
         ],
     )
     .await

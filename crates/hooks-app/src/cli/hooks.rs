@@ -114,4 +114,9 @@ pub struct HookValues {
     /// daemon ran) is skipped as late, not fired; 0 for no limit
     #[arg(long, value_name = "S", allow_negative_numbers = true)]
     pub max_lateness: Option<String>,
+    /// auto (the default): a follow-up due while its conversation is open and idle in a
+    /// TUI that offers a way in arrives there, as a turn the person sees; closed: always
+    /// resumed after the person closes it
+    #[arg(long, value_name = "WHERE")]
+    pub deliver: Option<String>,
 }

@@ -103,6 +103,14 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         ),
                     ),
                     (
+                        "deliver",
+                        match h.deliver {
+                            Delivery::Auto => "auto (into the open conversation where it can)",
+                            Delivery::Closed => "closed (resumed after the close)",
+                        }
+                        .into(),
+                    ),
+                    (
                         "created",
                         h.created_at
                             .map(stamp::format)
@@ -257,6 +265,7 @@ fn patch_of(v: &HookValues) -> AppResult<HookPatch> {
             .as_deref()
             .map(MaxLateness::parse)
             .transpose()?,
+        deliver: v.deliver.as_deref().map(Delivery::parse).transpose()?,
         ..HookPatch::default()
     })
 }
