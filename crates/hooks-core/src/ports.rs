@@ -47,18 +47,29 @@ impl QueueSummary {
 
 /// Hooks, the pending queue and the run log. Every change is atomic and durable, and safe
 /// when several processes share the store.
+///
+/// The contract ([`crate::testing::contract`], feature `mocks`) holds an adapter to every
+/// rule below, one check a rule: expand it with [`crate::hook_store_contract!`]. The queue's
+/// rules are also written once as functions on a list ([`crate::queue`]); a store that
+/// keeps its queue as a list calls them under its lock.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait HookStore: Send + Sync {
     async fn snapshot(&self) -> Result<Snapshot, StoreError>;
+    /// The hook with `id`, or `None`.
     async fn get_hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError>;
-    /// Creates a hook whose id is the slug of its name, made unique.
+    /// Creates a hook whose id is the slug of its name, made unique (contract: `crud`,
+    /// `unique_ids`).
     async fn create_hook(&self, spec: HookSpec, now: Timestamp) -> Result<Hook, StoreError>;
+    /// Applies every `Some` field of `patch` ([`HookPatch::apply`]) and returns the hook as
+    /// stored; a missing hook is [`StoreError::HookNotFound`] (contract: `crud`).
     async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, StoreError>;
     /// Writes a whole hook as given (its id, status and history too), replacing the hook
-    /// with its id: for copying between stores.
+    /// with its id: for copying between stores (contract: `import_writes_the_whole_hook`).
     async fn import_hook(&self, hook: &Hook) -> Result<(), StoreError>;
-    /// Deletes a hook and its queued entries; returns how many entries were dropped.
+    /// Deletes a hook and its queued entries; returns how many entries were dropped. A
+    /// missing hook is [`StoreError::HookNotFound`] (contract: `crud`,
+    /// `delete_drops_entries`).
     async fn delete_hook(&self, id: &HookId) -> Result<usize, StoreError>;
     /// Adds entries in one write; a (hook, session) pair already queued is refused.
     async fn enqueue(&self, entries: Vec<PendingEntry>) -> Result<Vec<EnqueueResult>, StoreError>;
@@ -71,7 +82,9 @@ pub trait HookStore: Send + Sync {
     ) -> Result<Vec<(HookId, EnqueueDecision)>, StoreError>;
     /// Claims up to `limit` due entries for `owner` until `now + ttl`, in one write. An entry
     /// is claimable when due and not under a live claim; at most one entry per session is
-    /// held at a time, across owners.
+    /// held at a time, across owners; the earliest due are taken first
+    /// ([`crate::queue::claim_due`]; contract: `claim_exclusive`,
+    /// `claims_take_the_earliest_due_first`, `one_claim_per_session`).
     async fn claim_due(
         &self,
         now: Timestamp,
@@ -96,9 +109,12 @@ pub trait HookStore: Send + Sync {
         retries: u32,
         waiting: Option<Waiting>,
     ) -> Result<(), StoreError>;
-    /// Makes the session's waiting, unclaimed entries due at `due_at` and clears why they
-    /// waited; `open_only` wakes only those waiting for the conversation to close. Returns
-    /// how many it woke, and writes nothing when there were none.
+    /// Makes the session's waiting entries due at `due_at` (never later than they were) and
+    /// clears why they waited; `open_only` wakes only those waiting for the conversation to
+    /// close, and a wait for a limit's reset is never woken. An entry under a claim is woken
+    /// too: its claimer's requeue decides again. Returns how many it woke, and writes
+    /// nothing when there were none ([`crate::queue::wake`]; contract: `waits_and_wakes`,
+    /// `wakes_leave_limit_waits_and_never_put_an_entry_off`).
     async fn wake(
         &self,
         session: &SessionId,
@@ -113,7 +129,8 @@ pub trait HookStore: Send + Sync {
         owner: &str,
         record: Option<HookRecord>,
     ) -> Result<(), StoreError>;
-    /// Clears `owner`'s claims on `keys`, leaving the entries queued.
+    /// Clears `owner`'s claims on `keys`, leaving the entries queued; a key another owner
+    /// holds, or none, is passed over (contract: `release_is_fenced_by_owner`).
     async fn release(&self, keys: &[EntryKey], owner: &str) -> Result<(), StoreError>;
     /// Removes the entries among `keys` that no live claim holds at `now`, in one write,
     /// and returns them ([`crate::queue::drop_unclaimed`]): a person dropping queued
@@ -124,7 +141,9 @@ pub trait HookStore: Send + Sync {
         keys: &[EntryKey],
         now: Timestamp,
     ) -> Result<Vec<PendingEntry>, StoreError>;
-    /// Records an outcome on a hook without touching the queue (a no-op if it was deleted).
+    /// Records an outcome on a hook without touching the queue (a no-op if it was deleted):
+    /// its `last_status`, and a history entry at [`HookRecord::fired_at`]
+    /// ([`crate::queue::record`]; contract: `history_cap`, `history_has_its_time`).
     async fn record(
         &self,
         hook: &HookId,
@@ -133,7 +152,9 @@ pub trait HookStore: Send + Sync {
     ) -> Result<(), StoreError>;
     /// Appends one line to the run log.
     async fn append_run(&self, run: &RunRecord) -> Result<(), StoreError>;
-    /// Run-log lines matching `filter`, oldest first.
+    /// The runs matching `filter`, oldest first: a run logged when it started and again
+    /// when it ended is one record, the later line's (contract: `run_log`,
+    /// `run_log_folds_a_run`).
     async fn runs(&self, filter: &RunFilter) -> Result<Vec<RunRecord>, StoreError>;
     /// What a scheduler needs between passes. The default reads the whole queue; a store
     /// with indexes answers without.

@@ -887,14 +887,26 @@ fn queue_next_wake() {
     assert_eq!(queue::next_wake(&[], t0()), None);
 }
 
-#[tokio::test]
-async fn contract_on_the_in_memory_store() {
-    contract::run_all(&|| InMemoryStore::new() as Arc<dyn HookStore>).await;
+/// The contracts on the in-memory adapters, one test a rule.
+mod contract_on_the_in_memory_store {
+    use super::*;
+    crate::hook_store_contract!(|| ((), InMemoryStore::new() as Arc<dyn HookStore>));
+    crate::session_store_contract!(|| ((), InMemorySessions::new() as Arc<dyn SessionStore>));
 }
 
-#[tokio::test]
-async fn session_contract_on_the_in_memory_sessions() {
-    contract::run_sessions(&|| InMemorySessions::new() as Arc<dyn SessionStore>).await;
+/// Every public check of the contract is expanded by one of its macros, so none is
+/// written and never run.
+#[test]
+fn every_contract_check_is_in_a_macro() {
+    let src = include_str!("testing/contract.rs");
+    let macros = &src[..src.find("pub async fn").expect("checks")];
+    let missing: Vec<&str> = src
+        .split("pub async fn ")
+        .skip(1)
+        .filter_map(|rest| rest.split('(').next())
+        .filter(|name| !macros.contains(&format!("            {name},\n")))
+        .collect();
+    assert!(missing.is_empty(), "checks no macro runs: {missing:?}");
 }
 
 const PROMPT: &str = "---\nname: post-task\n---\nTidy up, then say COMPLETED.";
@@ -2978,9 +2990,11 @@ async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a
 
     // Delivery switched off (`--deliver closed`) for the daemon or for the hook, or a
     // runner that cannot: it waits for the close as before.
-    for (deliver_open, runner_can, hook_closed) in
-        [(false, true, false), (true, false, false), (true, true, true)]
-    {
+    for (deliver_open, runner_can, hook_closed) in [
+        (false, true, false),
+        (true, false, false),
+        (true, true, true),
+    ] {
         let mut config = Config::new("me");
         config.policy.deliver_open = deliver_open;
         let store = InMemoryStore::seeded(t0());

@@ -1,9 +1,27 @@
-//! The store contract: what every [`HookStore`] adapter must do. An adapter's tests call
-//! [`run_all`] with a function that makes a fresh, empty or freshly seeded store.
+//! The store contract: what every [`HookStore`], [`SessionStore`] and [`StoreSignals`]
+//! adapter must do, one public check a rule, each named for the rule it holds.
 //!
-//! Each check panics with a message naming the rule when the store breaks it.
-
-use std::sync::Arc;
+//! An adapter's tests expand the checks into one `#[tokio::test]` each, so a failure names
+//! the rule it broke:
+//!
+//! ```ignore
+//! mod contract {
+//!     use super::*;
+//!     // `make` returns what must live as long as the test (a temporary folder, or `()`)
+//!     // and a fresh store.
+//!     hooks_core::hook_store_contract!(|| ((), MyStore::new() as Arc<dyn HookStore>));
+//!     hooks_core::session_store_contract!(|| ((), MySessions::new() as Arc<dyn SessionStore>));
+//!     // Two handles on one fresh store, as two processes would hold it.
+//!     hooks_core::store_signals_contract!(|| {
+//!         let (keep, url) = fresh_database();
+//!         (keep, Arc::new(MyStore::open(&url)), Arc::new(MyStore::open(&url)))
+//!     });
+//! }
+//! ```
+//!
+//! Each check panics with a message naming the rule when the store breaks it. The queue's
+//! rules are in [`crate::queue`]; a store that keeps its queue as a list can call those
+//! helpers under its lock and keep most of them by construction.
 
 use time::{Duration, OffsetDateTime};
 
@@ -40,24 +58,93 @@ async fn new_hook(store: &dyn HookStore, name: &str) -> Hook {
     store.create_hook(spec, t0()).await.expect("create hook")
 }
 
-/// Runs every check, each on a store from `make`.
-pub async fn run_all(make: &dyn Fn() -> Arc<dyn HookStore>) {
-    crud(make().as_ref()).await;
-    unique_ids(make().as_ref()).await;
-    enqueue_dedupe(make().as_ref()).await;
-    enqueue_event(make().as_ref()).await;
-    delete_drops_entries(make().as_ref()).await;
-    claim_exclusive(make().as_ref()).await;
-    claim_expiry_and_takeover(make().as_ref()).await;
-    one_claim_per_session(make().as_ref()).await;
-    fencing(make().as_ref()).await;
-    requeue_and_release(make().as_ref()).await;
-    drop_unclaimed(make().as_ref()).await;
-    history_cap(make().as_ref()).await;
-    run_log(make().as_ref()).await;
-    waits_and_wakes(make().as_ref()).await;
-    run_log_folds_a_run(make().as_ref()).await;
-    budget(make().as_ref()).await;
+/// Expands into one `#[tokio::test]` for each [`HookStore`] check of the contract, each on
+/// a fresh store from `$make`: a closure returning `(keep, Arc<dyn HookStore>)`, where
+/// `keep` lives as long as the test (a temporary folder, a database). Invoke it inside a
+/// module of its own: the tests are named after the checks.
+#[macro_export]
+macro_rules! hook_store_contract {
+    ($make:expr) => {
+        $crate::hook_store_contract!(@checks $make;
+            crud,
+            unique_ids,
+            import_writes_the_whole_hook,
+            enqueue_dedupe,
+            enqueue_event,
+            delete_drops_entries,
+            claim_exclusive,
+            claims_take_the_earliest_due_first,
+            claim_expiry_and_takeover,
+            one_claim_per_session,
+            fencing,
+            release_is_fenced_by_owner,
+            requeue_and_release,
+            drop_unclaimed,
+            history_cap,
+            history_has_its_time,
+            run_log,
+            waits_and_wakes,
+            wakes_leave_limit_waits_and_never_put_an_entry_off,
+            run_log_folds_a_run,
+            budget,
+            pause_holds_what_was_set,
+        );
+    };
+    (@checks $make:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let (_keep, store) = ($make)();
+                $crate::testing::contract::$check(&*store).await;
+            }
+        )+
+    };
+}
+
+/// Expands into one `#[tokio::test]` for each [`SessionStore`] check, as
+/// [`hook_store_contract!`](crate::hook_store_contract) does for hook stores.
+#[macro_export]
+macro_rules! session_store_contract {
+    ($make:expr) => {
+        $crate::session_store_contract!(@checks $make;
+            sessions_remember_merges,
+            sessions_stamp_is_test_and_set,
+            sessions_run_lease,
+            sessions_list_and_prune,
+        );
+    };
+    (@checks $make:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let (_keep, store) = ($make)();
+                $crate::testing::contract::$check(&*store).await;
+            }
+        )+
+    };
+}
+
+/// Expands into one `#[tokio::test]` for each [`StoreSignals`] check. `$make` returns
+/// `(keep, a, b)`: two handles on one fresh store, as two processes would hold it, each an
+/// `Arc` of a type that is both a [`HookStore`] and [`StoreSignals`].
+#[macro_export]
+macro_rules! store_signals_contract {
+    ($make:expr) => {
+        $crate::store_signals_contract!(@checks $make;
+            signals_a_write_that_changes_nothing_changes_no_fingerprint,
+            signals_another_handles_write_wakes_the_watcher,
+            signals_a_fresh_store_exists_and_has_nothing_to_clean,
+        );
+    };
+    (@checks $make:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let (_keep, a, b) = ($make)();
+                $crate::testing::contract::$check(&*a, &*a, &*b).await;
+            }
+        )+
+    };
 }
 
 pub async fn crud(store: &dyn HookStore) {
@@ -76,13 +163,22 @@ pub async fn crud(store: &dyn HookStore) {
     let patch = HookPatch {
         delay: Some(Delay::from_seconds(42).expect("delay")),
         enabled: Some(false),
+        max_lateness: Some(MaxLateness::from_seconds(600).expect("lateness")),
+        max_cost: Some(CostCap::from_usd(0.5).expect("cost")),
+        deliver: Some(Delivery::Closed),
         ..Default::default()
     };
     let upd = store.update_hook(&h.id, &patch).await.expect("update");
     assert_eq!(
-        (upd.delay.seconds(), upd.enabled),
-        (42, false),
-        "update applies the patch"
+        (
+            upd.delay.seconds(),
+            upd.enabled,
+            upd.max_lateness.seconds(),
+            upd.max_cost.usd(),
+            upd.deliver
+        ),
+        (42, false, 600, Some(0.5), Delivery::Closed),
+        "update applies the patch, every field of it"
     );
     assert_eq!(
         store.get_hook(&h.id).await.expect("get").expect("hook"),
@@ -920,13 +1016,6 @@ pub async fn budget(store: &dyn HookStore) {
 }
 
 /// Runs every check of the session state, each on a store from `make`.
-pub async fn run_sessions(make: &dyn Fn() -> Arc<dyn SessionStore>) {
-    sessions_remember_merges(make().as_ref()).await;
-    sessions_stamp_is_test_and_set(make().as_ref()).await;
-    sessions_run_lease(make().as_ref()).await;
-    sessions_list_and_prune(make().as_ref()).await;
-}
-
 fn run_lease(run: &str, hook: &str, at: OffsetDateTime) -> RunLease {
     RunLease {
         run_id: run.to_owned(),
@@ -1142,4 +1231,366 @@ pub async fn sessions_list_and_prune(store: &dyn SessionStore) {
     assert!(store.state(&old).await.expect("state").0.stamps.is_empty());
     assert!(!store.state(&kept).await.expect("state").0.stamps.is_empty());
     assert!(store.state(&leased).await.expect("state").1.is_some());
+}
+
+/// `import_hook` writes the hook exactly as given (its id, status, history and every
+/// setting), and over a hook with its id replaces it rather than adding a second.
+pub async fn import_writes_the_whole_hook(store: &dyn HookStore) {
+    let pf = PromptFile::parse(".claude/agents/hooks/x.md").expect("valid prompt file");
+    let id = HookId::parse("imported-1").expect("id");
+    let mut h = HookSpec::new("Imported", pf)
+        .expect("spec")
+        .into_hook(id.clone(), t0());
+    h.enabled = false;
+    h.deliver = Delivery::Closed;
+    h.max_lateness = MaxLateness::from_seconds(900).expect("lateness");
+    h.last_status = Some(Status::error("boom"));
+    h.history.push(t0(), "s1");
+    store.import_hook(&h).await.expect("import");
+    assert_eq!(
+        store.get_hook(&id).await.expect("get"),
+        Some(h.clone()),
+        "import writes the whole hook as given"
+    );
+    h.name = "Renamed".into();
+    h.history.push(t0() + Duration::seconds(1), "s2");
+    store.import_hook(&h).await.expect("import again");
+    assert_eq!(
+        store.get_hook(&id).await.expect("get"),
+        Some(h),
+        "a second import replaces the hook"
+    );
+    let snap = store.snapshot().await.expect("snapshot");
+    assert_eq!(
+        snap.hooks.iter().filter(|x| x.id == id).count(),
+        1,
+        "one hook with that id"
+    );
+}
+
+/// `claim_due` hands out the earliest due entries first, whatever order they were queued
+/// in, so a small `limit` never starves an old entry.
+pub async fn claims_take_the_earliest_due_first(store: &dyn HookStore) {
+    let h = new_hook(store, "order").await;
+    store
+        .enqueue(vec![
+            entry(&h.id, "late", t0() + Duration::seconds(2)),
+            entry(&h.id, "first", t0()),
+            entry(&h.id, "middle", t0() + Duration::seconds(1)),
+        ])
+        .await
+        .expect("enqueue");
+    let at = t0() + Duration::seconds(10);
+    let ttl = Duration::seconds(60);
+    let mut order = Vec::new();
+    for _ in 0..3 {
+        let got = store.claim_due(at, "A", ttl, 1).await.expect("claim");
+        assert_eq!(got.len(), 1, "one claim each time");
+        order.push(got[0].session_id.as_str().to_owned());
+    }
+    assert_eq!(
+        order,
+        ["first", "middle", "late"],
+        "claims take the earliest due first"
+    );
+}
+
+/// `release` is fenced like every other write: another owner's release leaves the claim.
+pub async fn release_is_fenced_by_owner(store: &dyn HookStore) {
+    let h = new_hook(store, "h").await;
+    store
+        .enqueue(vec![entry(&h.id, "s", t0())])
+        .await
+        .expect("enqueue");
+    let ttl = Duration::seconds(60);
+    let got = store.claim_due(t0(), "A", ttl, 1).await.expect("claim");
+    assert_eq!(got.len(), 1);
+    let key = got[0].key();
+    store
+        .release(std::slice::from_ref(&key), "B")
+        .await
+        .expect("a release of what one does not hold is no error");
+    assert!(
+        store
+            .claim_due(t0(), "B", ttl, 1)
+            .await
+            .expect("claim")
+            .is_empty(),
+        "a release by another owner leaves the claim"
+    );
+    store
+        .release(std::slice::from_ref(&key), "A")
+        .await
+        .expect("release");
+    assert_eq!(
+        store
+            .claim_due(t0(), "B", ttl, 1)
+            .await
+            .expect("claim")
+            .len(),
+        1,
+        "the owner's release frees the entry"
+    );
+}
+
+/// A firing goes into the hook's history under the time it fired
+/// ([`HookRecord::fired_at`]), through `record` and `complete` alike.
+pub async fn history_has_its_time(store: &dyn HookStore) {
+    let h = new_hook(store, "dated").await;
+    let first = t0() + Duration::minutes(7);
+    store
+        .record(
+            &h.id,
+            &sid("a"),
+            HookRecord {
+                status: Status::Ok,
+                fired_at: Some(first),
+            },
+        )
+        .await
+        .expect("record");
+    store
+        .enqueue(vec![entry(&h.id, "b", t0())])
+        .await
+        .expect("enqueue");
+    let key = store
+        .claim_due(t0(), "A", Duration::seconds(60), 1)
+        .await
+        .expect("claim")[0]
+        .key();
+    let second = t0() + Duration::minutes(9);
+    store
+        .complete(
+            &key,
+            "A",
+            Some(HookRecord {
+                status: Status::Ok,
+                fired_at: Some(second),
+            }),
+        )
+        .await
+        .expect("complete");
+    let hook = store.get_hook(&h.id).await.expect("get").expect("hook");
+    let seen: Vec<_> = hook
+        .history
+        .entries()
+        .iter()
+        .map(|e| (e.session.as_str(), e.at()))
+        .collect();
+    assert_eq!(
+        seen,
+        [("a", Some(first)), ("b", Some(second))],
+        "each firing is kept with the time it fired"
+    );
+}
+
+/// A wait for a limit to reset ([`crate::failure::LIMIT_WAIT`]) is left alone by a wake
+/// (another run's end says nothing about the limit; woken, it would fire before the
+/// reset), and a wake never makes an entry due later than it was.
+pub async fn wakes_leave_limit_waits_and_never_put_an_entry_off(store: &dyn HookStore) {
+    let h = new_hook(store, "h").await;
+    store
+        .enqueue(vec![
+            entry(&h.id, "limited", t0()),
+            entry(&h.id, "soon", t0()),
+        ])
+        .await
+        .expect("enqueue");
+    let ttl = Duration::seconds(60);
+    let claimed = store.claim_due(t0(), "A", ttl, 10).await.expect("claim");
+    assert_eq!(claimed.len(), 2);
+    let reset = t0() + Duration::hours(3);
+    let early = t0() + Duration::seconds(5);
+    let waits = [
+        (
+            "limited",
+            reset,
+            Waiting {
+                reason: format!(
+                    "{} until the reset (attempt 1 of 5)",
+                    crate::failure::LIMIT_WAIT
+                ),
+                since: t0(),
+                open: false,
+            },
+        ),
+        (
+            "soon",
+            early,
+            Waiting {
+                reason: "a follow-up is running on this session".into(),
+                since: t0(),
+                open: false,
+            },
+        ),
+    ];
+    for (s, due, w) in &waits {
+        let key = claimed
+            .iter()
+            .find(|p| p.session_id.as_str() == *s)
+            .expect("claimed")
+            .key();
+        store
+            .requeue(&key, "A", *due, 0, Some(w.clone()))
+            .await
+            .expect("requeue");
+    }
+    let later = t0() + Duration::minutes(10);
+    assert_eq!(
+        store
+            .wake(&sid("limited"), later, false)
+            .await
+            .expect("wake"),
+        0,
+        "a wake leaves a wait for a limit's reset"
+    );
+    assert_eq!(
+        store.wake(&sid("soon"), later, false).await.expect("wake"),
+        1
+    );
+    let snap = store.snapshot().await.expect("snapshot");
+    let find = |s: &str| {
+        snap.pending
+            .iter()
+            .find(|p| p.session_id.as_str() == s)
+            .cloned()
+            .expect("queued")
+    };
+    assert_eq!(
+        (find("limited").due_at, find("limited").waiting),
+        (DueAt::At(reset), Some(waits[0].2.clone())),
+        "the limit's wait is untouched"
+    );
+    assert_eq!(
+        (find("soon").due_at, find("soon").waiting),
+        (DueAt::At(early), None),
+        "a wake clears the wait but never puts the entry off"
+    );
+}
+
+/// `pause` returns what `set_pause` set, a pause with an end and one without; `None` ends it.
+pub async fn pause_holds_what_was_set(store: &dyn HookStore) {
+    assert_eq!(
+        store.pause().await.expect("pause"),
+        None,
+        "a new store is not paused"
+    );
+    let until = Pause {
+        since: t0(),
+        until: Some(t0() + Duration::hours(1)),
+        by: "me@host".into(),
+    };
+    let open_ended = Pause {
+        until: None,
+        ..until.clone()
+    };
+    for p in [until, open_ended] {
+        store.set_pause(Some(p.clone())).await.expect("set_pause");
+        assert_eq!(
+            store.pause().await.expect("pause"),
+            Some(p),
+            "pause returns what was set"
+        );
+    }
+    store.set_pause(None).await.expect("unpause");
+    assert_eq!(
+        store.pause().await.expect("pause"),
+        None,
+        "set_pause(None) ends the pause"
+    );
+}
+
+/// Where a store gives a fingerprint, a write that changes nothing (a wake that finds
+/// nothing) leaves it as it was, so a daemon polling it does not wake itself in a loop;
+/// a real write, by any handle, changes it.
+pub async fn signals_a_write_that_changes_nothing_changes_no_fingerprint(
+    store: &dyn HookStore,
+    signals: &dyn StoreSignals,
+    other: &dyn HookStore,
+) {
+    let h = new_hook(store, "h").await;
+    let Some(before) = signals.fingerprint() else {
+        return;
+    };
+    assert_eq!(
+        store.wake(&sid("nobody"), t0(), false).await.expect("wake"),
+        0
+    );
+    store.release(&[], "A").await.expect("release nothing");
+    store.renew(&[], "A", t0()).await.expect("renew nothing");
+    assert_eq!(
+        signals.fingerprint(),
+        Some(before.clone()),
+        "a write that changes nothing changes no fingerprint"
+    );
+    other
+        .enqueue(vec![entry(&h.id, "s", t0())])
+        .await
+        .expect("enqueue");
+    assert_ne!(
+        signals.fingerprint(),
+        Some(before),
+        "another handle's write changes the fingerprint"
+    );
+}
+
+/// `watch` calls its wake when another handle (another process) changes the store. A
+/// store that cannot watch says why, and then must give a fingerprint to poll.
+pub async fn signals_another_handles_write_wakes_the_watcher(
+    _store: &dyn HookStore,
+    signals: &dyn StoreSignals,
+    other: &dyn HookStore,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let tx = std::sync::Mutex::new(tx);
+    if let Err(why) = signals.watch(Box::new(move || {
+        let _ = tx.lock().map(|t| t.send(()));
+    })) {
+        assert!(!why.is_empty(), "a store that cannot watch says why");
+        assert!(
+            signals.fingerprint().is_some(),
+            "a store that cannot watch gives a fingerprint to poll"
+        );
+        return;
+    }
+    let h = new_hook(other, "h").await;
+    // A watch may take a moment to begin (a LISTEN, an inotify watch): each round writes
+    // again and waits for the wake, up to 20 rounds.
+    for round in 0..20 {
+        let p = PendingEntry {
+            due_at: DueAt::At(t0() + Duration::seconds(round)),
+            ..entry(&h.id, &format!("s{round}"), t0())
+        };
+        other.enqueue(vec![p]).await.expect("enqueue");
+        // Blocks this thread only: a watch runs on a thread or runtime of its own.
+        if rx
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_ok()
+        {
+            return;
+        }
+    }
+    panic!("another handle's writes never woke the watcher");
+}
+
+/// A fresh store is there (`exists`), has nothing a dead writer left (`housekeep` → 0)
+/// and names where it is without secrets.
+pub async fn signals_a_fresh_store_exists_and_has_nothing_to_clean(
+    store: &dyn HookStore,
+    signals: &dyn StoreSignals,
+    _other: &dyn HookStore,
+) {
+    new_hook(store, "h").await;
+    assert!(signals.exists(), "a store in use exists");
+    assert_eq!(
+        signals.housekeep().expect("housekeep"),
+        0,
+        "a fresh store has nothing to clean"
+    );
+    let at = signals.location();
+    assert!(!at.is_empty(), "the location names the store");
+    assert!(
+        !at.contains("password="),
+        "the location shows no secret: {at}"
+    );
 }

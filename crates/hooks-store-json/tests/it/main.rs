@@ -6,7 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use hooks_core::ports::*;
-use hooks_core::testing::contract;
 use hooks_core::*;
 use hooks_store_json::{BACKUP_FILE, JsonStore, STORE_FILE};
 use serde_json::Value;
@@ -18,16 +17,21 @@ mod support;
 
 use support::*;
 
-#[tokio::test]
-async fn contract_on_the_json_store() {
-    let dirs = std::sync::Mutex::new(Vec::new());
-    contract::run_all(&|| {
+/// The store contract, one test a rule.
+mod contract_on_the_json_store {
+    use super::*;
+    hooks_core::hook_store_contract!(|| {
         let d = tempfile::tempdir().unwrap();
         let s = JsonStore::open(d.path(), now()).unwrap();
-        dirs.lock().unwrap().push(d);
-        Arc::new(s) as Arc<dyn HookStore>
-    })
-    .await;
+        (d, Arc::new(s) as Arc<dyn HookStore>)
+    });
+    // Two handles on one folder, as two processes hold it.
+    hooks_core::store_signals_contract!(|| {
+        let d = tempfile::tempdir().unwrap();
+        let a = JsonStore::open(d.path(), now()).unwrap();
+        let b = JsonStore::open(d.path(), now()).unwrap();
+        (d, Arc::new(a), Arc::new(b))
+    });
 }
 
 #[tokio::test]

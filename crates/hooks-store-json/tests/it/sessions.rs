@@ -7,7 +7,6 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use hooks_core::ports::{SessionStore, StampResult};
-use hooks_core::testing::contract;
 use hooks_core::*;
 use hooks_store_json::SessionFiles;
 use time::OffsetDateTime;
@@ -20,16 +19,14 @@ fn t0() -> OffsetDateTime {
     OffsetDateTime::from_unix_timestamp(1_796_199_477).unwrap()
 }
 
-#[tokio::test]
-async fn session_contract_on_the_session_files() {
-    let dirs = std::sync::Mutex::new(Vec::new());
-    contract::run_sessions(&|| {
+/// The session contract, one test a rule.
+mod session_contract {
+    use super::*;
+    hooks_core::session_store_contract!(|| {
         let d = tempfile::tempdir().unwrap();
         let s = SessionFiles::new(d.path());
-        dirs.lock().unwrap().push(d);
-        Arc::new(s) as Arc<dyn SessionStore>
-    })
-    .await;
+        (d, Arc::new(s) as Arc<dyn SessionStore>)
+    });
 }
 
 #[test]

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use hooks_core::ports::*;
-use hooks_core::testing::contract;
 use hooks_store_postgres::{PgOptions, PgStore};
 
 mod behaviour;
@@ -20,14 +19,19 @@ pub fn fresh(host: &str) -> (String, PgStore) {
     (url, s)
 }
 
-#[tokio::test]
-async fn contract_on_the_postgres_store() {
-    contract::run_all(&|| Arc::new(fresh("host-a").1) as Arc<dyn HookStore>).await;
-}
-
-#[tokio::test]
-async fn session_contract_on_the_postgres_store() {
-    contract::run_sessions(&|| Arc::new(fresh("host-a").1) as Arc<dyn SessionStore>).await;
+/// The store contracts, one test a rule, each on a database of its own.
+mod contract_on_the_postgres_store {
+    use super::*;
+    hooks_core::hook_store_contract!(|| ((), Arc::new(fresh("host-a").1) as Arc<dyn HookStore>));
+    hooks_core::session_store_contract!(|| {
+        ((), Arc::new(fresh("host-a").1) as Arc<dyn SessionStore>)
+    });
+    // Two hosts on one database.
+    hooks_core::store_signals_contract!(|| {
+        let (url, a) = fresh("host-a");
+        let b = store_on(&url, "host-b");
+        ((), Arc::new(a), Arc::new(b))
+    });
 }
 
 #[tokio::test]
