@@ -407,6 +407,19 @@ fn ci() -> Result<(), String> {
     e2e?;
     runner?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
+    // The API docs build without a broken or private link, the test kit included.
+    step(
+        "docs",
+        cargo()
+            .args([
+                "doc",
+                "--workspace",
+                "--no-deps",
+                "--features",
+                "hooks-core/mocks",
+            ])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     if shared().is_some() {
         conformance()?;
     } else {

@@ -36,7 +36,7 @@ pub fn say_line(text: &str) {
     println!("{}", safe(text));
 }
 
-/// `println!` for human-readable output: the text is made [`safe`](crate::output::safe).
+/// `println!` for human-readable output: the text is made `safe`.
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {

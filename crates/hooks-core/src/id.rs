@@ -63,7 +63,7 @@ impl fmt::Display for SessionId {
 }
 
 /// A hook's id: `[A-Za-z0-9_.-]{1,128}`, starting with a letter or digit. New ids are slugs
-/// of the hook's name (see [`slugify`]); older files may hold any id of that shape.
+/// of the hook's name (see [`crate::model::slugify`]); older files may hold any id of that shape.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct HookId(pub(crate) String);
 

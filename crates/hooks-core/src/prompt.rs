@@ -290,7 +290,7 @@ pub fn render(body: &str, value: impl Fn(&str) -> String) -> String {
 /// The most of the conversation's last message `{{last_message}}` takes.
 pub const LAST_MESSAGE_CAP: usize = 4096;
 
-/// Errors of a [`PromptSource`].
+/// Errors of a [`PromptSource`](crate::ports::PromptSource).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PromptError {
     #[error("prompt file {file} not found (looked in {looked_in})")]

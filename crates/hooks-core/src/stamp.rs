@@ -24,13 +24,13 @@ pub fn format(t: Timestamp) -> String {
     t.format(WRITE).unwrap_or_else(|_| format_utc_fallback(t))
 }
 
-/// Like [`format`], with microseconds: used where two stamps in one second must stay apart.
+/// Like [`format()`], with microseconds: used where two stamps in one second must stay apart.
 pub fn format_micros(t: Timestamp) -> String {
     t.format(WRITE_FRAC)
         .unwrap_or_else(|_| format_utc_fallback(t))
 }
 
-/// [`format`] for a whole second, else [`format_micros`]: no precision is lost, and a
+/// [`format()`] for a whole second, else [`format_micros`]: no precision is lost, and a
 /// stamp that has none to lose is written as the original module writes it.
 pub fn format_exact(t: Timestamp) -> String {
     if t.nanosecond() == 0 {

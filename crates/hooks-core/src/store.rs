@@ -5,7 +5,7 @@ use crate::id::{HookId, ValidationError};
 use crate::model::{EntryKey, Status};
 use crate::stamp::Timestamp;
 
-/// Errors of a [`HookStore`].
+/// Errors of a [`HookStore`](crate::ports::HookStore).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StoreError {
     #[error("no hook with id {0}")]
@@ -24,7 +24,7 @@ pub enum StoreError {
     Io(String),
 }
 
-/// What happened to one entry handed to [`HookStore::enqueue`].
+/// What happened to one entry handed to [`HookStore::enqueue`](crate::ports::HookStore::enqueue).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnqueueResult {
     Queued,

@@ -85,7 +85,7 @@ fn write_timeout() -> Duration {
     read_timeout()
 }
 
-/// The whole application: [`routes::router`] behind the guard (host, auth, CSRF) and the
+/// The whole application: the routes behind the guard (host, auth, CSRF) and the
 /// answer's finishing (the API's 405, the security headers).
 pub fn app(state: Arc<HttpState>) -> axum::Router {
     let routed = routes::router()
@@ -142,7 +142,7 @@ fn make_room(live: &mut Vec<Live>) -> bool {
 }
 
 /// Serves connections until the process ends: at most [`MAX_CONNECTIONS`] at once (past
-/// that, the oldest anonymous one makes room: [`make_room`]), each cut off when its head
+/// that, the oldest anonymous one makes room: `make_room`), each cut off when its head
 /// is slow to arrive (also while idle between requests), its body slow (see
 /// [`state::read_body`]) or its answer not read.
 pub fn spawn(listener: tokio::net::TcpListener, state: Arc<HttpState>) {

@@ -277,7 +277,7 @@ pub fn json_response(status: StatusCode, v: &Value) -> Response {
 }
 
 /// A response of `content_type`; the headers every response carries are added by
-/// [`security_headers`] on the way out.
+/// `security_headers` on the way out.
 pub fn respond(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response {
     let mut r = (status, body.into()).into_response();
     if let Ok(v) = HeaderValue::from_str(content_type) {
