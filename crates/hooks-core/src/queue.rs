@@ -221,13 +221,16 @@ pub fn take(
     Ok(pending.remove(i))
 }
 
-/// Clears `owner`'s claims on `keys`.
-pub fn release(pending: &mut [PendingEntry], keys: &[EntryKey], owner: &str) {
+/// Clears `owner`'s claims on `keys`; returns how many it cleared (0: nothing to write).
+pub fn release(pending: &mut [PendingEntry], keys: &[EntryKey], owner: &str) -> usize {
+    let mut n = 0;
     for k in keys {
         if let Ok((_, p)) = find_owned(pending, k, owner) {
             p.claim = None;
+            n += 1;
         }
     }
+    n
 }
 
 /// Takes the entries among `keys` that no live claim holds at `now` out of `pending`, in

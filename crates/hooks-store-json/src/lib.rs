@@ -716,8 +716,9 @@ impl HookStore for JsonStore {
             return Ok(());
         }
         self.change(|s| {
-            queue::release(&mut s.pending, keys, owner);
-            Ok(((), true))
+            // Another owner's keys change nothing, and nothing is written for them.
+            let n = queue::release(&mut s.pending, keys, owner);
+            Ok(((), n > 0))
         })
     }
 

@@ -1520,8 +1520,28 @@ pub async fn signals_a_write_that_changes_nothing_changes_no_fingerprint(
     store.renew(&[], "A", t0()).await.expect("renew nothing");
     assert_eq!(
         signals.fingerprint(),
-        Some(before.clone()),
+        Some(before),
         "a write that changes nothing changes no fingerprint"
+    );
+    // A release of what another owner holds changes nothing either.
+    other
+        .enqueue(vec![entry(&h.id, "held", t0())])
+        .await
+        .expect("enqueue");
+    let held = other
+        .claim_due(t0(), "B", Duration::seconds(60), 1)
+        .await
+        .expect("claim")[0]
+        .key();
+    let before = signals.fingerprint().expect("a fingerprint, as before");
+    store
+        .release(std::slice::from_ref(&held), "A")
+        .await
+        .expect("release another's");
+    assert_eq!(
+        signals.fingerprint(),
+        Some(before.clone()),
+        "a release of another owner's claim changes no fingerprint"
     );
     other
         .enqueue(vec![entry(&h.id, "s", t0())])
