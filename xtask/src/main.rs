@@ -2,9 +2,9 @@
 //!
 //! - `cargo xtask ci`: everything CI checks, in order: the pinned claude CLIs are installed,
 //!   `cargo fmt --check`, clippy with `-D warnings` (all features, then Linux's), the
-//!   layering and portability checks, the whole test suite on Linux's platform code and
-//!   again on the portable one, the real-CLI sets on the newest pinned Claude Code, the
-//!   conformance checks when the shared folder is beside the project, a 60 s fuzz
+//!   layering and portability checks, the whole test suite on Linux's platform code with
+//!   the oldest pinned Claude Code and again on the portable one with the newest, the
+//!   planted store mistakes the contract must catch, the API docs, the conformance checks when the shared folder is beside the project, a 60 s fuzz
 //!   run of the HTTP API against its OpenAPI document, and a quick benchmark so it cannot rot.
 //! - `cargo xtask conformance`: the checks against outside material in the shared folder
 //!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
@@ -16,6 +16,8 @@
 //! - `cargo xtask portability`: the code outside hooks-platform's Linux implementation
 //!   uses nothing only Linux has (portability.rs).
 //! - `cargo xtask fuzz-api [SECONDS]`: schemathesis against a real `serve --http` (fuzz.rs).
+//! - `cargo xtask mutants [WHICH]`: plants typical store mistakes one at a time and
+//!   proves the store contract catches each (mutants.rs).
 //! - `cargo xtask man`: writes the man page, `target/man/hooks-app.1`, from the CLI itself.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
 
@@ -23,6 +25,7 @@ mod bench;
 mod deps;
 mod fuzz;
 mod modules;
+mod mutants;
 mod portability;
 
 use std::path::{Path, PathBuf};
@@ -70,13 +73,14 @@ fn main() -> ExitCode {
         }
         Some("layering") => layering(),
         Some("portability") => portability::run(&root()),
+        Some("mutants") => mutants::run(rest.first().copied()),
         Some("bench") => bench::run(&root(), &rest),
         Some("fuzz-api") => fuzz::run(
             &root(),
             rest.first().and_then(|s| s.parse().ok()).unwrap_or(60),
         ),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | mutants [WHICH] | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -381,31 +385,20 @@ fn ci() -> Result<(), String> {
         c.args(args).envs(env.iter().copied());
         step(name, &mut c)
     };
-    // Every test, on Linux's platform code and the oldest supported Claude Code.
-    let linux = tests("tests", &["--workspace"], &[]);
-    // Every test again through the portable platform code (what macOS runs).
-    let portable = tests(
-        "tests (portable platform code)",
-        &["--workspace", "--features", "hooks-app/portable"],
-        &[],
-    );
-    // The sets that drive the real CLI, against the newest pinned Claude Code.
+    // Every test twice, each Claude Code on one platform code: Linux's with the oldest
+    // supported release, the portable one (what a Mac runs) with the newest, the release
+    // most people have. Each real-CLI test so runs once on each release, once on each
+    // platform code, without a third pass.
     let newest = CLAUDE_VERSIONS[CLAUDE_VERSIONS.len() - 1];
-    let on_newest = [("HOOKS_TEST_CLAUDE_VERSION", newest)];
-    let e2e = tests(
-        &format!("the end-to-end tests, on Claude Code {newest}"),
-        &["-p", "hooks-app", "--test", "e2e"],
-        &on_newest,
-    );
-    let runner = tests(
-        &format!("the claude runner's tests, on Claude Code {newest}"),
-        &["-p", "hooks-runner-claude"],
-        &on_newest,
+    let linux = tests("tests", &["--workspace"], &[]);
+    let portable = tests(
+        &format!("tests (portable platform code, Claude Code {newest})"),
+        &["--workspace", "--features", "hooks-app/portable"],
+        &[("HOOKS_TEST_CLAUDE_VERSION", newest)],
     );
     linux?;
     portable?;
-    e2e?;
-    runner?;
+    mutants::run(None)?;
     step("doc tests", cargo().args(["test", "--workspace", "--doc"]))?;
     // The API docs build without a broken or private link, the test kit included.
     step(
