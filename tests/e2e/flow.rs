@@ -432,7 +432,7 @@ fn a_hook_can_keep_its_follow_ups_out_of_an_open_conversation() {
         "create",
         "changelog",
         "--prompt-file",
-        "p.md",
+        ".claude/agents/hooks/changelog.md",
         "--deliver",
         "auto",
     ]);
