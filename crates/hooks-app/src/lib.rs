@@ -23,7 +23,10 @@ use hooks_core::ValidationError;
 use hooks_core::ports::StoreError;
 use hooks_core::service::ServiceError;
 
-pub use compose::Context;
+pub use compose::{
+    Adapters, BUILT_IN_RUNNERS, BUILT_IN_STORES, Context, RunnerAdapter, RunnerMake, Store,
+    StoreAdapter, StoreOpen,
+};
 pub use hooks_prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
 
 /// A failure, with the exit code it maps to: 1 for a runtime failure, 2 for bad usage or

@@ -7,12 +7,6 @@ use clap::ValueEnum;
 /// Seconds an on-demand daemon stays with nothing pending before it exits.
 pub const DEFAULT_IDLE_EXIT: u64 = 300;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RunnerKind {
-    Claude,
-    Webhook,
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SummaryBy {
     Day,

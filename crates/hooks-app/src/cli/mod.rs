@@ -14,7 +14,7 @@ pub use daemon::{InstallArgs, RunArgs, ServeArgs, UninstallArgs};
 pub use flags::JsonFlag;
 pub use hooks::{HookValues, HooksCmd};
 
-use crate::options::{HookTrigger, RunnerKind, SummaryBy};
+use crate::options::{HookTrigger, SummaryBy};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -91,15 +91,16 @@ pub struct Global {
         default_value = "DONE"
     )]
     pub done_marker: String,
-    /// What resumes a conversation: the claude CLI here, or an agent backend over HTTP
+    /// What resumes a conversation: claude (the claude CLI here), webhook (an agent
+    /// backend over HTTP), or a runner this build adds
     #[arg(
         long,
         global = true,
         env = "HOOKS_RUNNER",
-        value_enum,
+        value_name = "NAME",
         default_value = "claude"
     )]
-    pub runner: RunnerKind,
+    pub runner: String,
     /// With --runner webhook: where runs are POSTed (http:// or https://)
     #[arg(long, global = true, env = "HOOKS_RUNNER_URL", value_name = "URL")]
     pub runner_url: Option<String>,
@@ -311,6 +312,9 @@ mod tests {
                 "/bin/claude",
                 "claude-hook",
             ],
+            // A runner name is checked against this build's adapters when the context is
+            // made, for both parses alike.
+            &["--runner", "carrier-pigeon", "claude-hook"],
         ];
         for call in calls {
             let args = std::iter::once("hooks-app").chain(call.iter().copied());
@@ -341,7 +345,6 @@ mod tests {
             &["--version"],
             &["claude-hook", "--on", "never"],
             &["claude-hook", "extra"],
-            &["--runner", "carrier-pigeon", "claude-hook"],
             &["serve", "claude-hook"],
         ];
         for call in others {

@@ -13,7 +13,7 @@ pub fn flags(g: &Global) -> Flags {
         claude_home: g.claude_home.clone(),
         claude_bin: g.claude_bin.clone(),
         done_marker: g.done_marker.clone(),
-        runner: g.runner,
+        runner: g.runner.clone(),
         runner_url: g.runner_url.clone(),
         runner_token_file: g.runner_token_file.clone(),
         store: g.store.clone(),

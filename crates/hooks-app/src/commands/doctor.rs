@@ -87,6 +87,21 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 ),
             },
         });
+    } else if let crate::compose::RunnerChoice::Custom { name, .. } = &ctx.runner {
+        checks.push(match ctx.runner(std::time::Duration::from_secs(1)) {
+            Ok(_) => Check {
+                name: "runner",
+                ok: true,
+                detail: format!("{name} (added by this build)"),
+                fix: None,
+            },
+            Err(e) => Check {
+                name: "runner",
+                ok: false,
+                detail: e.message,
+                fix: Some(format!("see what the {name} runner needs (--runner-url)")),
+            },
+        });
     } else {
         let claude = block_on(
             ctx.claude_runner(std::time::Duration::from_secs(1))

@@ -28,6 +28,15 @@ fn migrate(ctx: &Context) -> AppResult {
                 dir.display()
             );
         }
+        StoreChoice::Custom { .. } => {
+            // Opened with `create`, the adapter brings its store up to date itself.
+            let store = ctx.open_store()?;
+            block_on(store.snapshot())??;
+            crate::say!(
+                "{}: opened; its adapter keeps its schema up to date",
+                ctx.store.describe()
+            );
+        }
         StoreChoice::Postgres { .. } => {
             let (applied, have) = ctx.migrate_store()?;
             let at = ctx.store.describe();

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hooks_core::ports::{Clock, HookStore, Runner, SessionStore, StoreSignals};
+use hooks_core::ports::{Clock, Runner, StoreSignals};
 use hooks_core::service::{Config, Ports, Service};
 use hooks_meta::MetaStore;
 use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
@@ -16,6 +16,7 @@ use hooks_store_postgres::{PgOptions, PgStore};
 /// Set in a follow-up's environment: its own Stop must not queue it again.
 pub use hooks_runner_claude::FOLLOW_UP_ENV;
 
+use super::adapters::Store;
 use super::choice::{RunnerChoice, StoreChoice};
 use super::clock::{StoreClock, SystemClock};
 use super::context::{Context, host_name, owner_id};
@@ -52,7 +53,7 @@ impl Context {
     /// version it is at. A JSON store has none (its file is brought up to date as written).
     pub fn migrate_store(&self) -> AppResult<(Vec<i32>, i32)> {
         match &self.store {
-            StoreChoice::Json { .. } => Ok((Vec::new(), 0)),
+            StoreChoice::Json { .. } | StoreChoice::Custom { .. } => Ok((Vec::new(), 0)),
             StoreChoice::Postgres { url, .. } => {
                 let pg = PgStore::connect(self.pg_options(url))?;
                 let applied = pg.migrate()?;
@@ -88,6 +89,7 @@ impl Context {
                     clock_offset: time::Duration::ZERO,
                 }
             }
+            StoreChoice::Custom { name, arg } => self.open_custom(name, arg, create)?,
             StoreChoice::Postgres { url, .. } => {
                 let pg = if create {
                     PgStore::open(self.pg_options(url))?
@@ -111,6 +113,22 @@ impl Context {
                 }
             }
         })
+    }
+
+    fn open_custom(&self, name: &str, arg: &str, create: bool) -> AppResult<Store> {
+        let adapter = super::adapters::Adapters::registered()
+            .find_store(name)
+            .ok_or_else(|| {
+                AppError::invalid(format!("store: no store named {name} in this build"))
+            })?;
+        adapter
+            .open(&super::adapters::StoreOpen {
+                arg,
+                host_id: &self.host_id,
+                data_dir: &self.data_dir,
+                create,
+            })
+            .map_err(|e| AppError::runtime(format!("store {name}:{arg}: {e}")))
     }
 
     /// What this host can see of sessions, over the store's session state.
@@ -137,6 +155,16 @@ impl Context {
     pub fn runner(&self, timeout: Duration) -> AppResult<Arc<dyn Runner>> {
         Ok(match &self.runner {
             RunnerChoice::Claude => Arc::new(self.claude_runner(timeout)),
+            RunnerChoice::Custom { name, arg } => super::adapters::Adapters::registered()
+                .find_runner(name)
+                .ok_or_else(|| {
+                    AppError::invalid(format!("runner: no runner named {name} in this build"))
+                })?
+                .make(&super::adapters::RunnerMake {
+                    arg: arg.as_deref(),
+                    timeout,
+                })
+                .map_err(|e| AppError::runtime(format!("runner {name}: {e}")))?,
             RunnerChoice::Webhook { url, token_file } => {
                 Arc::new(WebhookRunner::new(WebhookConfig {
                     url: url.clone(),
@@ -186,24 +214,6 @@ impl Context {
             }
             _ => Ok(()),
         }
-    }
-}
-
-/// The store through its ports: its data, the sessions' durable state kept beside it, and
-/// what a daemon needs besides.
-#[derive(Clone)]
-pub struct Store {
-    pub data: Arc<dyn HookStore>,
-    pub sessions: Arc<dyn SessionStore>,
-    pub signals: Arc<dyn StoreSignals>,
-    /// The store's clock less this host's: a shared store's time is the one that counts.
-    pub clock_offset: time::Duration,
-}
-
-impl std::ops::Deref for Store {
-    type Target = dyn HookStore;
-    fn deref(&self) -> &Self::Target {
-        &*self.data
     }
 }
 

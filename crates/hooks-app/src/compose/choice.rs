@@ -13,6 +13,8 @@ pub enum StoreChoice {
     Json { dir: PathBuf, explicit: bool },
     /// PostgreSQL; `arg` is the option as given (the URL, or `@FILE` holding it).
     Postgres { url: String, arg: String },
+    /// A store this build adds ([`crate::Adapters::store`]): `--store NAME:ARG`.
+    Custom { name: String, arg: String },
 }
 
 impl StoreChoice {
@@ -56,6 +58,21 @@ impl StoreChoice {
                 arg: arg.trim().to_owned(),
             });
         }
+        let adapters = super::adapters::Adapters::registered();
+        if let Some((name, rest)) = text.split_once(':')
+            && adapters.find_store(name).is_some()
+        {
+            return Ok(StoreChoice::Custom {
+                name: name.to_owned(),
+                arg: rest.to_owned(),
+            });
+        }
+        let more = adapters.store_names();
+        let rule = if more.is_empty() {
+            rule.to_owned()
+        } else {
+            format!("{rule}, or {}", more.join(", "))
+        };
         Err(AppError::invalid(format!(
             "store: {rule} (got {:?})",
             hooks_store_postgres::redact(&text)
@@ -67,6 +84,7 @@ impl StoreChoice {
         match self {
             StoreChoice::Json { dir, .. } => format!("json:{}", dir.display()),
             StoreChoice::Postgres { url, .. } => hooks_store_postgres::redact(url),
+            StoreChoice::Custom { name, arg } => format!("{name}:{arg}"),
         }
     }
 }
@@ -75,6 +93,12 @@ impl StoreChoice {
 #[derive(Debug, Clone)]
 pub enum RunnerChoice {
     Claude,
+    /// A runner this build adds ([`crate::Adapters::runner`]): `--runner NAME`, its
+    /// argument from `--runner-url`.
+    Custom {
+        name: String,
+        arg: Option<String>,
+    },
     Webhook {
         url: String,
         /// The file holding the token; without one, HOOKS_RUNNER_TOKEN (read when the

@@ -17,7 +17,8 @@ pub struct Flags {
     pub claude_home: Option<PathBuf>,
     pub claude_bin: Option<PathBuf>,
     pub done_marker: String,
-    pub runner: crate::options::RunnerKind,
+    /// `claude`, `webhook`, or a runner this build adds.
+    pub runner: String,
     pub runner_url: Option<String>,
     pub runner_token_file: Option<PathBuf>,
     pub store: Option<String>,
@@ -87,9 +88,9 @@ impl Context {
             .clone()
             .unwrap_or_else(|| PathBuf::from("claude"));
         let done_marker = hooks_core::validate_marker(&g.done_marker)?;
-        let runner = match g.runner {
-            crate::options::RunnerKind::Claude => RunnerChoice::Claude,
-            crate::options::RunnerKind::Webhook => {
+        let runner = match g.runner.trim() {
+            "" | "claude" => RunnerChoice::Claude,
+            "webhook" => {
                 let url = g.runner_url.clone().ok_or_else(|| {
                     AppError::invalid(
                         "runnerUrl: --runner webhook needs --runner-url URL (or HOOKS_RUNNER_URL)",
@@ -97,6 +98,19 @@ impl Context {
                 })?;
                 let token_file = g.runner_token_file.as_deref().map(absolute).transpose()?;
                 RunnerChoice::Webhook { url, token_file }
+            }
+            name => {
+                let adapters = super::adapters::Adapters::registered();
+                if adapters.find_runner(name).is_none() {
+                    return Err(AppError::invalid(format!(
+                        "runner: must be one of {} (got {name:?})",
+                        adapters.runner_names().join(", ")
+                    )));
+                }
+                RunnerChoice::Custom {
+                    name: name.to_owned(),
+                    arg: g.runner_url.clone(),
+                }
             }
         };
         let store = match g.store.as_deref().filter(|s| !s.trim().is_empty()) {
@@ -145,6 +159,10 @@ impl Context {
                 a.push("--store".into());
                 a.push(format!("json:{}", dir.display()));
             }
+            StoreChoice::Custom { name, arg } => {
+                a.push("--store".into());
+                a.push(format!("{name}:{arg}"));
+            }
             // A URL with a password is passed on by the environment only.
             StoreChoice::Postgres { arg, url } => {
                 if arg.starts_with('@') || hooks_store_postgres::redact(url) == *url {
@@ -171,6 +189,14 @@ impl Context {
     pub fn runner_args(&self) -> Vec<String> {
         match &self.runner {
             RunnerChoice::Claude => Vec::new(),
+            RunnerChoice::Custom { name, arg } => {
+                let mut a = vec!["--runner".to_owned(), name.clone()];
+                if let Some(arg) = arg {
+                    a.push("--runner-url".to_owned());
+                    a.push(arg.clone());
+                }
+                a
+            }
             RunnerChoice::Webhook {
                 url, token_file, ..
             } => {

@@ -3,11 +3,13 @@
 //! module of hooks-app that names a concrete adapter (`cargo xtask layering` checks it);
 //! everything else works through the core's ports.
 
+mod adapters;
 mod build;
 mod choice;
 mod clock;
 mod context;
 
+pub use adapters::*;
 pub use build::*;
 pub use choice::*;
 pub use clock::*;
