@@ -1,0 +1,201 @@
+//! Two adapters a team might write, and how they plug into the whole app (`main.rs`).
+//!
+//! - [`ScriptRunner`]: a runner that hands each follow-up to a program of the team's (an
+//!   agent of its own, a script): the prompt on its standard input, in the conversation's
+//!   project folder, in a process group of its own, ended at the run's timeout. Its reply
+//!   is its standard output; a last line `COMPLETED` marks the follow-up complete.
+//! - [`memory_store`]: the store kept in this process's memory (the core's reference
+//!   in-memory store): for a one-process tool or tests. Its tests hold it to the store
+//!   contract, as any store must be.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use hooks_app::{RunnerMake, Store, StoreOpen};
+use hooks_core::ports::{RunHandle, RunRequest, Runner, RunnerError, StoreError, StoreSignals};
+use hooks_core::prompt::RunOptions;
+use hooks_core::testing::{InMemorySessions, InMemoryStore};
+use hooks_core::{ProcessRef, RunOutcome, Status, ValidationError};
+use tokio::io::AsyncWriteExt;
+
+/// Set in the script's environment, as hooks-app's own runner sets it for claude: the
+/// script's own agent must not queue follow-ups of a follow-up.
+pub const FOLLOW_UP_ENV: &str = "HOOKS_APP_FOLLOW_UP";
+
+/// Hands each follow-up to `program`.
+pub struct ScriptRunner {
+    /// The program to run: given as `--runner-url PATH`.
+    pub program: PathBuf,
+    /// How long one run may take.
+    pub timeout: Duration,
+}
+
+/// The [`hooks_app::RunnerAdapter`] for `--runner script --runner-url PATH`.
+pub fn script_runner(with: &RunnerMake<'_>) -> Result<Arc<dyn Runner>, String> {
+    let program = with
+        .arg
+        .filter(|p| !p.is_empty())
+        .ok_or("--runner script needs the program as --runner-url PATH")?;
+    Ok(Arc::new(ScriptRunner {
+        program: PathBuf::from(program),
+        timeout: with.timeout,
+    }))
+}
+
+#[async_trait]
+impl Runner for ScriptRunner {
+    async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
+        // A script takes a prompt, nothing else: a model or a tool list it could not honour
+        // is refused, never dropped.
+        if request.prompt.options != RunOptions::default() {
+            return Err(RunnerError::Invalid(ValidationError::new(
+                "runOptions",
+                "the script runner takes no run options (model, tools, turns, …)",
+            )));
+        }
+        let mut child = tokio::process::Command::new(&self.program)
+            .current_dir(&request.cwd)
+            .env(FOLLOW_UP_ENV, "1")
+            .env("HOOKS_SESSION_ID", request.session_id.as_str())
+            .env("HOOKS_HOOK_ID", request.hook_id.as_str())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| RunnerError::Spawn {
+                program: self.program.display().to_string(),
+                message: e.to_string(),
+            })?;
+        if let Some(mut stdin) = child.stdin.take() {
+            // A script that does not read its prompt is its own business.
+            let _ = stdin.write_all(request.prompt.body.as_bytes()).await;
+        }
+        Ok(Box::new(ScriptRun {
+            child,
+            timeout: self.timeout,
+            started: Instant::now(),
+        }))
+    }
+
+    /// Each run's group is ended when the run ends or times out; a daemon that died
+    /// mid-run leaves nothing this runner can tell apart, so it ends nothing.
+    async fn end_leftovers(&self, _group: &ProcessRef) -> usize {
+        0
+    }
+}
+
+struct ScriptRun {
+    child: tokio::process::Child,
+    timeout: Duration,
+    started: Instant,
+}
+
+#[async_trait]
+impl RunHandle for ScriptRun {
+    fn process(&self) -> Option<ProcessRef> {
+        None
+    }
+
+    async fn wait(self: Box<Self>) -> RunOutcome {
+        let ScriptRun {
+            child,
+            timeout,
+            started,
+        } = *self;
+        let group = child.id();
+        let out = tokio::time::timeout(timeout, child.wait_with_output()).await;
+        if let Some(pid) = group.and_then(|p| i32::try_from(p).ok()) {
+            // SAFETY: signals the process group this run's child led, by its id.
+            unsafe {
+                libc::killpg(pid, libc::SIGKILL);
+            }
+        }
+        let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
+        match out {
+            Err(_) => RunOutcome {
+                status: Some(Status::error(format!(
+                    "timed out after {} s",
+                    timeout.as_secs()
+                ))),
+                duration_ms,
+                ..RunOutcome::default()
+            },
+            Ok(Err(e)) => RunOutcome {
+                status: Some(Status::error(format!(
+                    "the script could not be waited for: {e}"
+                ))),
+                duration_ms,
+                ..RunOutcome::default()
+            },
+            Ok(Ok(out)) => {
+                let reply = String::from_utf8_lossy(&out.stdout).into_owned();
+                let last = reply.lines().rev().find(|l| !l.trim().is_empty());
+                RunOutcome {
+                    status: Some(if out.status.success() {
+                        Status::Ok
+                    } else {
+                        let err = String::from_utf8_lossy(&out.stderr);
+                        Status::error(format!(
+                            "the script exited with {}: {}",
+                            out.status,
+                            err.lines().last().unwrap_or("")
+                        ))
+                    }),
+                    exit_code: out.status.code(),
+                    completed: Some(last.is_some_and(|l| l.trim() == "COMPLETED")),
+                    num_turns: Some(1),
+                    duration_ms,
+                    result_text: Some(reply),
+                    ..RunOutcome::default()
+                }
+                .with_kept_reply()
+            }
+        }
+    }
+}
+
+/// Nothing outside this process changes a store in its memory.
+struct InProcess;
+
+impl StoreSignals for InProcess {
+    fn watch(&self, _wake: Box<dyn Fn() + Send + Sync>) -> Result<(), String> {
+        Err("a store in memory changes only in this process".into())
+    }
+    fn fingerprint(&self) -> Option<String> {
+        None
+    }
+    fn exists(&self) -> bool {
+        true
+    }
+    fn housekeep(&self) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+    fn location(&self) -> String {
+        "this process's memory".into()
+    }
+    fn restore_hint(&self) -> Option<String> {
+        None
+    }
+}
+
+/// The [`hooks_app::StoreAdapter`] for `--store memory:`: a new store, seeded, in this
+/// process's memory. Anything after `memory:` is refused: there is nothing to name.
+pub fn memory_store(at: &StoreOpen<'_>) -> Result<Store, String> {
+    if !at.arg.is_empty() {
+        return Err(format!(
+            "memory: takes nothing after the colon (got {:?})",
+            at.arg
+        ));
+    }
+    Ok(Store {
+        data: InMemoryStore::seeded(time::OffsetDateTime::now_utc()),
+        sessions: InMemorySessions::new(),
+        signals: Arc::new(InProcess),
+        clock_offset: time::Duration::ZERO,
+    })
+}
