@@ -27,7 +27,9 @@ pub fn hook(h: &Hook) -> Value {
     if let Some(usd) = h.max_cost.usd() {
         v.insert("maxCostUsd".into(), json!(usd));
     }
-    v.insert("deliver".into(), json!(h.deliver.as_str()));
+    if h.deliver != hooks_core::Delivery::Auto {
+        v.insert("deliver".into(), json!(h.deliver.as_str()));
+    }
     if h.event == hooks_core::Event::ConversationFailed {
         v.insert("errors".into(), json!(h.errors.names()));
     }
