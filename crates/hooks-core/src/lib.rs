@@ -17,6 +17,13 @@
 //! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
 //! - [`service`]: the application service that composes the ports.
 
+/// The variable every runner sets in a follow-up's environment, naming its hook: the
+/// agent's own hooks then know a follow-up from a person's turn (hooks-app's `claude-hook`
+/// queues nothing for it, so a follow-up never queues follow-ups), and what a dead run left
+/// is told apart from other processes of a reused group
+/// (`hooks_platform::process::group_leftovers`).
+pub const FOLLOW_UP_ENV: &str = "HOOKS_APP_FOLLOW_UP";
+
 pub mod cost;
 pub mod decide;
 pub mod failure;

@@ -50,6 +50,36 @@ pub fn env_has(pid: u32, key: &str) -> bool {
     crate::imp::env_has(pid, key)
 }
 
+/// The processes still there of the process group a run led: in the group `leader` led,
+/// started no earlier than it (`leader_start`, as [`Proc::start`] gives it), alive, and
+/// carrying the variable `marker` in their environment (a runner sets it on its child), so
+/// a reused pid or group id is never taken for the run's. What every runner whose daemon
+/// died mid-run needs to end what the run left.
+pub fn group_leftovers(leader: u32, leader_start: u64, marker: &str) -> Vec<u32> {
+    all_pids()
+        .into_iter()
+        .filter(|&pid| {
+            process(pid).is_some_and(|p| p.pgrp == leader && p.start >= leader_start && p.alive)
+        })
+        .filter(|&pid| env_has(pid, marker))
+        .collect()
+}
+
+/// Ends (SIGKILL) the processes [`group_leftovers`] finds; returns how many it signalled.
+pub fn end_group_leftovers(leader: u32, leader_start: u64, marker: &str) -> usize {
+    let pids = group_leftovers(leader, leader_start, marker);
+    for &pid in &pids {
+        if let Ok(p) = libc::pid_t::try_from(pid) {
+            // SAFETY: kill(2) has no memory effects; the pid was checked just above to be
+            // a marked process of the run's group.
+            unsafe {
+                libc::kill(p, libc::SIGKILL);
+            }
+        }
+    }
+    pids.len()
+}
+
 /// The program `pid` runs.
 pub fn exe(pid: u32) -> Option<PathBuf> {
     crate::imp::exe(pid)

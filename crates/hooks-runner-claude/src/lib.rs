@@ -26,8 +26,7 @@ use tokio::process::Command;
 
 pub use result::parse_outcome;
 
-/// The variable a follow-up run carries, naming its hook.
-pub const FOLLOW_UP_ENV: &str = "HOOKS_APP_FOLLOW_UP";
+pub use hooks_core::FOLLOW_UP_ENV;
 
 /// Settings of the runner.
 #[derive(Debug, Clone)]
@@ -188,19 +187,10 @@ fn start_time(pid: u32) -> Option<u64> {
     hooks_platform::process::process(pid).map(|p| p.start)
 }
 
-/// The processes of the group `group` led that are still there: same process group, started
-/// no earlier than its leader, and carrying the follow-up variable — so a reused pid or
-/// group id is never touched.
+/// The processes of the group `group` led that are still there
+/// ([`hooks_platform::process::group_leftovers`], marked by [`FOLLOW_UP_ENV`]).
 pub fn leftovers(group: &ProcessRef) -> Vec<u32> {
-    use hooks_platform::process;
-    process::all_pids()
-        .into_iter()
-        .filter(|&pid| {
-            process::process(pid)
-                .is_some_and(|p| p.pgrp == group.pid && p.start >= group.start && p.alive)
-        })
-        .filter(|&pid| process::env_has(pid, FOLLOW_UP_ENV))
-        .collect()
+    hooks_platform::process::group_leftovers(group.pid, group.start, FOLLOW_UP_ENV)
 }
 
 /// A run under way: the child, its output readers, and its group's guard.
@@ -322,17 +312,7 @@ impl Runner for ClaudeRunner {
     }
 
     async fn end_leftovers(&self, group: &ProcessRef) -> usize {
-        let pids = leftovers(group);
-        for &pid in &pids {
-            if let Ok(p) = libc::pid_t::try_from(pid) {
-                // SAFETY: kill(2) has no memory effects; the pid was checked just above to
-                // be a follow-up of the dead run's group.
-                unsafe {
-                    libc::kill(p, libc::SIGKILL);
-                }
-            }
-        }
-        pids.len()
+        hooks_platform::process::end_group_leftovers(group.pid, group.start, FOLLOW_UP_ENV)
     }
 }
 

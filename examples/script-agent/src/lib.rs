@@ -18,12 +18,8 @@ use hooks_app::{RunnerMake, Store, StoreOpen};
 use hooks_core::ports::{RunHandle, RunRequest, Runner, RunnerError, StoreError, StoreSignals};
 use hooks_core::prompt::RunOptions;
 use hooks_core::testing::{InMemorySessions, InMemoryStore};
-use hooks_core::{ProcessRef, RunOutcome, Status, ValidationError};
+use hooks_core::{FOLLOW_UP_ENV, ProcessRef, RunOutcome, Status, ValidationError};
 use tokio::io::AsyncWriteExt;
-
-/// Set in the script's environment, as hooks-app's own runner sets it for claude: the
-/// script's own agent must not queue follow-ups of a follow-up.
-pub const FOLLOW_UP_ENV: &str = "HOOKS_APP_FOLLOW_UP";
 
 /// Hands each follow-up to `program`.
 pub struct ScriptRunner {
@@ -58,7 +54,9 @@ impl Runner for ScriptRunner {
         }
         let mut child = tokio::process::Command::new(&self.program)
             .current_dir(&request.cwd)
-            .env(FOLLOW_UP_ENV, "1")
+            // Names the hook: the agent's own hooks know a follow-up by it, and what a dead
+            // run left is told apart by it.
+            .env(FOLLOW_UP_ENV, request.hook_id.as_str())
             .env("HOOKS_SESSION_ID", request.session_id.as_str())
             .env("HOOKS_HOOK_ID", request.hook_id.as_str())
             .stdin(Stdio::piped())
@@ -75,21 +73,29 @@ impl Runner for ScriptRunner {
             // A script that does not read its prompt is its own business.
             let _ = stdin.write_all(request.prompt.body.as_bytes()).await;
         }
+        let process = child.id().and_then(|pid| {
+            hooks_platform::process::process(pid).map(|p| ProcessRef {
+                pid,
+                start: p.start,
+            })
+        });
         Ok(Box::new(ScriptRun {
+            process,
             child,
             timeout: self.timeout,
             started: Instant::now(),
         }))
     }
 
-    /// Each run's group is ended when the run ends or times out; a daemon that died
-    /// mid-run leaves nothing this runner can tell apart, so it ends nothing.
-    async fn end_leftovers(&self, _group: &ProcessRef) -> usize {
-        0
+    /// What a run left when its daemon died: the processes of its group that carry the
+    /// follow-up variable.
+    async fn end_leftovers(&self, group: &ProcessRef) -> usize {
+        hooks_platform::process::end_group_leftovers(group.pid, group.start, FOLLOW_UP_ENV)
     }
 }
 
 struct ScriptRun {
+    process: Option<ProcessRef>,
     child: tokio::process::Child,
     timeout: Duration,
     started: Instant,
@@ -97,12 +103,15 @@ struct ScriptRun {
 
 #[async_trait]
 impl RunHandle for ScriptRun {
+    /// The script, leader of its process group: a daemon records it, so one that takes
+    /// over after a crash can end what the run left ([`Runner::end_leftovers`]).
     fn process(&self) -> Option<ProcessRef> {
-        None
+        self.process
     }
 
     async fn wait(self: Box<Self>) -> RunOutcome {
         let ScriptRun {
+            process: _,
             child,
             timeout,
             started,

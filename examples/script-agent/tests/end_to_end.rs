@@ -114,9 +114,9 @@ fn a_done_conversation_is_followed_up_by_the_teams_script() {
     );
     assert_eq!(r["completed"], true, "{r}");
     assert!(
-        r["reply"]
-            .as_str()
-            .is_some_and(|s| s.contains("tidied up for 0b7c6f1e-1111-4e2e-9d3a-000000000001 (1)")),
+        r["reply"].as_str().is_some_and(
+            |s| s.contains("tidied up for 0b7c6f1e-1111-4e2e-9d3a-000000000001 (post-task)")
+        ),
         "the script's reply is kept, and it ran as a follow-up: {r}"
     );
     let seen = text(&w.proj.join("prompt-seen.txt"));
