@@ -4,7 +4,8 @@
 //!   `cargo fmt --check`, clippy with `-D warnings` (all features, then Linux's), the
 //!   layering and portability checks, the whole test suite on Linux's platform code with
 //!   the oldest pinned Claude Code and again on the portable one with the newest, the
-//!   planted store mistakes the contract must catch, the API docs, the conformance checks when the shared folder is beside the project, a 60 s fuzz
+//!   planted store mistakes the contract must catch, the API docs, every publishable crate
+//!   packed, the conformance checks when the shared folder is beside the project, a 60 s fuzz
 //!   run of the HTTP API against its OpenAPI document, and a quick benchmark so it cannot rot.
 //! - `cargo xtask conformance`: the checks against outside material in the shared folder
 //!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
@@ -412,6 +413,23 @@ fn ci() -> Result<(), String> {
                 "hooks-core/mocks",
             ])
             .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+    // Every crate a team needs packs as crates.io would take it: versions on every
+    // dependency between them, a licence, a readme, keywords and categories.
+    step(
+        "package",
+        cargo().args([
+            "package",
+            "--workspace",
+            "--no-verify",
+            "--allow-dirty",
+            "--exclude",
+            "hooks-testkit",
+            "--exclude",
+            "xtask",
+            "--exclude",
+            "hooks-example-script-agent",
+        ]),
     )?;
     if shared().is_some() {
         conformance()?;
