@@ -102,7 +102,7 @@ impl From<ServiceError> for AppError {
         match e {
             ServiceError::Store(s) => s.into(),
             ServiceError::Invalid(v) => v.into(),
-            ServiceError::Meta(m) => AppError::runtime(m.to_string()),
+            other => AppError::runtime(other.to_string()),
         }
     }
 }

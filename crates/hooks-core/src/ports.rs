@@ -194,6 +194,7 @@ pub trait StoreSignals: Send + Sync {
 
 /// Errors of [`SessionMeta`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetaError {
     #[error("{0}")]
     Corrupt(String),
@@ -356,6 +357,7 @@ pub struct RunRequest {
 
 /// Errors of a [`Runner`]: the run could not be started at all.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RunnerError {
     #[error("could not start {program}: {message}")]
     Spawn { program: String, message: String },

@@ -292,6 +292,7 @@ pub const LAST_MESSAGE_CAP: usize = 4096;
 
 /// Errors of a [`PromptSource`](crate::ports::PromptSource).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PromptError {
     #[error("prompt file {file} not found (looked in {looked_in})")]
     NotFound { file: String, looked_in: String },

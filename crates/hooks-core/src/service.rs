@@ -20,6 +20,7 @@ use crate::stamp::Timestamp;
 
 /// Errors of the service: a port failed, or the input was invalid.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ServiceError {
     #[error("store: {0}")]
     Store(#[from] StoreError),

@@ -7,6 +7,7 @@ use crate::stamp::Timestamp;
 
 /// Errors of a [`HookStore`](crate::ports::HookStore).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum StoreError {
     #[error("no hook with id {0}")]
     HookNotFound(HookId),
