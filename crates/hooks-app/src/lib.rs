@@ -2,7 +2,10 @@
 //!
 //! This is the one place that picks concrete adapters (the JSON store, the session files
 //! and transcripts, the claude runner, prompt files on disk, the system clock) and hands
-//! them to the core's `Service`. `main.rs` only calls [`run`].
+//! them to the core's `Service`. `main.rs` only calls [`run`]; a team's own `main.rs` adds
+//! its store or runner with [`Adapters`] and calls [`Adapters::run`].
+
+#![deny(missing_docs)]
 
 mod blocking;
 mod claude_hook;
@@ -33,17 +36,21 @@ pub use hooks_prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
 /// invalid input.
 #[derive(Debug)]
 pub struct AppError {
+    /// The exit code: 1 or 2.
     pub code: u8,
+    /// What went wrong, for the person: its first line after `error:`, the rest indented.
     pub message: String,
 }
 
 impl AppError {
+    /// A failure at run time (exit 1).
     pub fn runtime(m: impl Into<String>) -> Self {
         Self {
             code: 1,
             message: m.into(),
         }
     }
+    /// Bad usage or invalid input (exit 2), naming the field and the rule.
     pub fn invalid(m: impl Into<String>) -> Self {
         Self {
             code: 2,
@@ -107,6 +114,7 @@ impl From<ServiceError> for AppError {
     }
 }
 
+/// What the app's functions return.
 pub type AppResult<T = ()> = Result<T, AppError>;
 
 /// Runs the command line with the process's arguments and returns its exit code.

@@ -28,15 +28,18 @@ pub mod cost;
 pub mod decide;
 pub mod failure;
 pub mod id;
+#[deny(missing_docs)]
 pub mod live;
 pub mod lookup;
 pub mod model;
+#[deny(missing_docs)]
 pub mod ports;
 pub mod prompt;
 pub mod queue;
 pub mod service;
 pub mod span;
 pub mod stamp;
+#[deny(missing_docs)]
 pub mod store;
 
 #[cfg(any(test, feature = "mocks"))]

@@ -15,7 +15,9 @@ use crate::stamp::Timestamp;
 /// another process is never mistaken for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ProcessRef {
+    /// The process id.
     pub pid: u32,
+    /// When it started, as the platform tells it.
     pub start: u64,
 }
 
@@ -28,6 +30,7 @@ impl fmt::Display for ProcessRef {
 /// A Claude Code process that has a session open, from its `sessions/<pid>.json` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenSession {
+    /// The agent's process.
     pub pid: u32,
     /// `interactive`, `sdk-cli`, …, as the file says; `None` when it says nothing.
     pub kind: Option<String>,
@@ -72,15 +75,19 @@ impl fmt::Display for OpenSession {
 pub struct RunLease {
     /// Names the run in the run log.
     pub run_id: String,
+    /// The hook whose follow-up runs.
     pub hook_id: HookId,
     /// The claim owner of the process running it (`host:pid:nonce`).
     pub owner: String,
+    /// The host it runs on.
     pub host: String,
     /// The process running it, when known.
     pub owner_process: Option<ProcessRef>,
     /// The follow-up's own process, the leader of its process group, once started.
     pub child: Option<ProcessRef>,
+    /// When the run started.
     pub started_at: Timestamp,
+    /// When the lease lapses unless renewed: after that, another may take the session.
     pub expires_at: Timestamp,
 }
 
@@ -98,7 +105,9 @@ pub enum Holder {
 /// A lease as found, with what the adapter saw of its holder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseInfo {
+    /// The lease.
     pub lease: RunLease,
+    /// Whether its holder is still there.
     pub holder: Holder,
 }
 
@@ -140,6 +149,8 @@ pub fn format_late(d: Duration) -> String {
     }
 }
 
+/// A length of time in the form `--delay` and `pause --for` take: `2h`, `90m`, `45s` (the
+/// largest whole unit).
 pub fn format_span(d: Duration) -> String {
     let s = d.whole_seconds();
     if s >= 3600 && s % 3600 == 0 {

@@ -17,7 +17,9 @@ pub use crate::store::{EnqueueResult, HookRecord, StoreError};
 /// The hooks and the queue, read together at one moment.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Snapshot {
+    /// Every hook, in the store's order (the order they were created in).
     pub hooks: Vec<Hook>,
+    /// Every queued entry, claimed or not, in the order they were queued.
     pub pending: Vec<PendingEntry>,
 }
 
@@ -55,6 +57,7 @@ impl QueueSummary {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait HookStore: Send + Sync {
+    /// The hooks and the queue as they are at one moment, read together.
     async fn snapshot(&self) -> Result<Snapshot, StoreError>;
     /// The hook with `id`, or `None`.
     async fn get_hook(&self, id: &HookId) -> Result<Option<Hook>, StoreError>;
@@ -196,8 +199,10 @@ pub trait StoreSignals: Send + Sync {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum MetaError {
+    /// What is kept cannot be read as what it should be; the message says where.
     #[error("{0}")]
     Corrupt(String),
+    /// Reading or writing failed; the message says what and why.
     #[error("{0}")]
     Io(String),
 }
@@ -208,7 +213,10 @@ pub enum StampResult {
     /// This caller stamped the pair.
     Won,
     /// Somebody stamped it first, at that time.
-    Lost { at: Timestamp },
+    Lost {
+        /// When the pair was stamped.
+        at: Timestamp,
+    },
 }
 
 /// The result of [`SessionMeta::begin_run`].
@@ -217,7 +225,10 @@ pub enum BeginRun {
     /// This caller stamped the pair and holds the session's run lease.
     Won,
     /// The pair was stamped already, at that time.
-    Stamped { at: Timestamp },
+    Stamped {
+        /// When the pair was stamped.
+        at: Timestamp,
+    },
     /// Another run holds the session's lease.
     Busy(Box<LeaseInfo>),
 }
@@ -228,7 +239,10 @@ pub enum Begin {
     /// The pair is stamped and the lease taken, by this caller.
     Won,
     /// The pair was stamped already, at that time.
-    Stamped { at: Timestamp },
+    Stamped {
+        /// When the pair was stamped.
+        at: Timestamp,
+    },
     /// A lease is there, live or not: the caller judges it.
     Held(RunLease),
 }
@@ -236,8 +250,11 @@ pub enum Begin {
 /// One session's durable state, as [`SessionStore::sessions`] lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionRecord {
+    /// The session.
     pub session: SessionId,
+    /// Its stamps and what is remembered of it.
     pub state: SessionState,
+    /// The run lease it holds, live or not.
     pub lease: Option<RunLease>,
 }
 
@@ -296,6 +313,8 @@ pub trait SessionStore: Send + Sync {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait SessionMeta: Send + Sync {
+    /// The session's durable state: its stamps and what is remembered of it (the empty
+    /// state for a session never seen).
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError>;
     /// Merges `update` into the session's state (stamps are never touched). The `cwd` is
     /// set once: an update naming another folder leaves the first one (a conversation's
@@ -342,8 +361,11 @@ pub trait SessionMeta: Send + Sync {
 /// A follow-up to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
+    /// The hook whose follow-up this is: the runner names it in [`crate::FOLLOW_UP_ENV`].
     pub hook_id: HookId,
+    /// The conversation to resume: the same one, never a fork.
     pub session_id: SessionId,
+    /// The conversation's project folder, where the run starts.
     pub cwd: String,
     /// Rendered: its variables filled.
     pub prompt: Prompt,
@@ -359,8 +381,16 @@ pub struct RunRequest {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunnerError {
+    /// The program could not be started.
     #[error("could not start {program}: {message}")]
-    Spawn { program: String, message: String },
+    Spawn {
+        /// The program, as the runner was told it.
+        program: String,
+        /// Why it did not start.
+        message: String,
+    },
+    /// The request asks what this runner cannot do (a run option it has no way to honour),
+    /// named by field and rule.
     #[error("invalid {0}")]
     Invalid(#[from] ValidationError),
 }
@@ -370,6 +400,14 @@ pub enum RunnerError {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait Runner: Send + Sync {
+    /// Starts resuming `request.session_id` in `request.cwd` with the prompt, already
+    /// rendered, and returns at once with the run under way. The run must carry
+    /// [`crate::FOLLOW_UP_ENV`] (naming the hook) where the agent's own hooks can see it,
+    /// lead a process group of its own when it has a process, and end at the runner's
+    /// timeout. Its outcome ([`RunHandle::wait`]) sets `status`, `completed` (the reply's
+    /// last non-empty line is `COMPLETED`), and `api_error_status` when the agent stopped
+    /// on an API error (a 429 is requeued, not failed). `Err` only when nothing started
+    /// (run options it cannot honour are [`RunnerError::Invalid`], never dropped).
     async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError>;
     /// Whether it can deliver a follow-up into a conversation open in the agent's
     /// interactive CLI ([`RunRequest::into_open`]). None can unless it says so.
@@ -394,6 +432,9 @@ pub trait RunHandle: Send {
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 #[async_trait]
 pub trait PromptSource: Send + Sync {
+    /// The prompt `file` holds, parsed (its frontmatter's run options and its body, not
+    /// rendered): looked up in `session_cwd`'s project first, where its use is approved,
+    /// then in the workspace.
     async fn load<'a>(
         &self,
         file: &PromptFile,
@@ -404,6 +445,7 @@ pub trait PromptSource: Send + Sync {
 /// The time. The only way the core learns it.
 #[cfg_attr(any(test, feature = "mocks"), mockall::automock)]
 pub trait Clock: Send + Sync {
+    /// Now, in UTC.
     fn now(&self) -> Timestamp;
 
     /// The calendar day that holds `at` in `zone` (a tz database name; `None`: this

@@ -28,8 +28,11 @@ use hooks_core::ports::{HookStore, Runner, SessionStore, StoreSignals};
 /// durable state kept beside it, and what a daemon needs besides.
 #[derive(Clone)]
 pub struct Store {
+    /// Hooks, the queue and the run log.
     pub data: Arc<dyn HookStore>,
+    /// The sessions' durable state: stamps, run leases, what is remembered.
     pub sessions: Arc<dyn SessionStore>,
+    /// Another process's changes, and upkeep.
     pub signals: Arc<dyn StoreSignals>,
     /// The store's clock less this host's: a shared store's time is the one that counts.
     pub clock_offset: time::Duration,

@@ -34,6 +34,7 @@ pub struct Flags {
 /// The resolved paths.
 #[derive(Debug, Clone)]
 pub struct Context {
+    /// The private data folder: the JSON store, session files, tokens, logs.
     pub data_dir: PathBuf,
     /// Where prompt files are found after the conversation's own project (and where no
     /// approval is needed): `--workspace`, else the one `init` or `install` recorded, else
@@ -42,7 +43,10 @@ pub struct Context {
     /// `--workspace`, else the current folder: the project `install --scope project|local`
     /// edits, and the workspace `init` and `install` record.
     pub here: PathBuf,
+    /// Claude Code's folder (`CLAUDE_CONFIG_DIR`, else `~/.claude`): its sessions,
+    /// transcripts and settings.
     pub claude_home: PathBuf,
+    /// The claude program: a path, or a name looked up on `PATH`.
     pub claude_bin: PathBuf,
     /// The last line that marks a conversation as done.
     pub done_marker: String,
@@ -52,6 +56,7 @@ pub struct Context {
     pub store: StoreChoice,
     /// This host's id in a shared store.
     pub host_id: String,
+    /// Whether the host id was given (`--host-id`) rather than this host's name.
     pub host_id_explicit: bool,
     /// Fire entries queued on any host.
     pub any_host: bool,
@@ -60,6 +65,9 @@ pub struct Context {
 }
 
 impl Context {
+    /// Resolves the flags: defaults filled, paths made absolute, the store and runner
+    /// named checked (against this build's [`crate::Adapters`] too); an error names the
+    /// flag and its rule.
     pub fn resolve(g: &Flags) -> AppResult<Self> {
         let data_dir = match &g.data_dir {
             Some(d) => absolute(d)?,
