@@ -498,6 +498,82 @@ fn a_follow_up_due_while_the_tui_is_open_and_idle_arrives_in_it() {
     );
 }
 
+/// The person is writing (text in the input box, not sent) when the follow-up comes due:
+/// nothing they typed is lost or merged. Where it arrives in the open TUI, it is a turn of
+/// its own holding only the hook's prompt, and what the person then sends is a turn of its
+/// own holding only their words; without a way in, their words are sent and answered before
+/// the follow-up runs after the close.
+#[test]
+fn what_a_person_is_typing_when_the_follow_up_arrives_is_neither_lost_nor_merged() {
+    let has_inbox = has_inbox();
+    let (app, serve, tui, sid) = done_in_a_tui_delivering("3");
+    tui.type_text("my own words, not sent yet");
+    if has_inbox {
+        assert!(
+            wait_until(60, || app
+                .runs()
+                .iter()
+                .any(|r| r["finishedAt"].is_string())),
+            "delivered while the person writes: {:?} {:?}\n{}",
+            app.runs(),
+            app.pending(),
+            tui.screen()
+        );
+        assert_eq!(app.runs()[0]["delivery"], "open", "{:?}", app.runs());
+        assert!(
+            tui.screen().contains("my own words, not sent yet"),
+            "the draft is still in the input box:\n{}",
+            tui.screen()
+        );
+    }
+    tui.enter();
+    assert!(
+        wait_until(30, || app.api.saw("my own words, not sent yet")),
+        "the person's words are sent:\n{}",
+        tui.screen()
+    );
+    if !has_inbox {
+        assert!(
+            wait_until(30, || records(&app, &sid)
+                .iter()
+                .filter(|r| r["type"] == "assistant")
+                .count()
+                >= 2),
+            "the person's turn is answered"
+        );
+    }
+    tui.type_line("/exit");
+    assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+    assert!(
+        wait_until(60, || app
+            .runs()
+            .iter()
+            .any(|r| r["finishedAt"].is_string())),
+        "{:?}",
+        app.pending()
+    );
+    // Every user line holds the person's words or the hook's prompt, never both, and each
+    // is there once.
+    let recs = records(&app, &sid);
+    let users: Vec<String> = recs
+        .iter()
+        .filter(|r| r["type"] == "user")
+        .map(|r| r["message"]["content"].to_string())
+        .collect();
+    let mine = users
+        .iter()
+        .filter(|u| u.contains("my own words, not sent yet"))
+        .count();
+    let prompts = users.iter().filter(|u| u.contains("tidy-up pass")).count();
+    let merged = users
+        .iter()
+        .filter(|u| u.contains("my own words") && u.contains("tidy-up pass"))
+        .count();
+    assert_eq!((mine, prompts, merged), (1, 1, 0), "{users:#?}");
+    assert_eq!(app.runs().len(), 1, "one follow-up: {:?}", app.runs());
+    stop(serve);
+}
+
 /// The person types on while the follow-up comes due: their turn (a slow reply streaming)
 /// is never interrupted or merged; the follow-up arrives once the TUI is idle again, after
 /// their turn, as a turn of its own. Where there is no way in (2.1.197) it is resumed after

@@ -126,6 +126,17 @@ impl Tui {
         tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
     }
 
+    /// Types `text` into the input box without sending it: a person still writing.
+    pub fn type_text(&self, text: &str) {
+        tmux(&self.socket, &["send-keys", "-t", "main", "-l", text]);
+        wait_until(5, || self.screen().contains(text));
+    }
+
+    /// Presses Enter: sends what the input box holds.
+    pub fn enter(&self) {
+        tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
+    }
+
     /// Whether the `claude` process is still there.
     pub fn alive(&self) -> bool {
         // A zombie (exited, not reaped yet by tmux) is gone too.
