@@ -4,7 +4,7 @@
 //! An adapter's tests expand the checks into one `#[tokio::test]` each, so a failure names
 //! the rule it broke:
 //!
-//! ```ignore
+//! ```text
 //! mod contract {
 //!     use super::*;
 //!     // `make` returns what must live as long as the test (a temporary folder, or `()`)
