@@ -1044,31 +1044,30 @@ impl Service {
         };
         record.finished_at = Some(self.now());
         record.outcome = outcome.with_sane_cost().with_kept_reply();
-        if delivered {
-            if let Some(Status::Requeued(why)) = &record.outcome.status {
-                // The open conversation never took it: no run. It waits for the close and
-                // is resumed then, never delivered again.
-                let why = why.clone();
-                self.ports.store.append_run(&record).await?;
-                self.ports.meta.unstamp(session, &hook.id).await?;
-                self.ports.meta.end_lease(session, &lease.run_id).await?;
-                let now = self.now();
-                let waiting = Waiting {
-                    reason: format!("{} ({why}); resumed once it is closed", decide::NOT_TAKEN),
-                    since: now,
-                    open: true,
-                };
-                return self
-                    .wait(entry, now + self.config.policy.open_wait, waiting)
-                    .await;
-            }
-            // Priced like any run: the turn's usage at the model's price.
-            if record.outcome.cost_usd.is_none()
-                && let (Some(u), Some(m)) = (&record.outcome.usage, &record.model)
-                && let Some((_, price)) = self.config.prices.lookup(m)
-            {
-                record.outcome.cost_usd = Some(price.cost(u));
-            }
+        if delivered && let Some(Status::Requeued(why)) = &record.outcome.status {
+            // The open conversation never took it: no run. It waits for the close and
+            // is resumed then, never delivered again.
+            let why = why.clone();
+            self.ports.store.append_run(&record).await?;
+            self.ports.meta.unstamp(session, &hook.id).await?;
+            self.ports.meta.end_lease(session, &lease.run_id).await?;
+            let now = self.now();
+            let waiting = Waiting {
+                reason: format!("{} ({why}); resumed once it is closed", decide::NOT_TAKEN),
+                since: now,
+                open: true,
+            };
+            return self
+                .wait(entry, now + self.config.policy.open_wait, waiting)
+                .await;
+        }
+        // A run whose agent reports tokens but no cost (a delivered turn, an agent that
+        // does not price its turns) is priced from its usage at the model's price.
+        if record.outcome.cost_usd.is_none()
+            && let (Some(u), Some(m)) = (&record.outcome.usage, &record.model)
+            && let Some((_, price)) = self.config.prices.lookup(m)
+        {
+            record.outcome.cost_usd = Some(price.cost(u));
         }
         if let Some(kind) = record
             .outcome
