@@ -156,11 +156,54 @@ fn conformance() -> Result<(), String> {
     )
 }
 
-/// Installs the pinned claude CLIs into target/test-deps (where hooks-testkit looks).
+/// The Codex CLI release the tests pin (the same as hooks-testkit's `CODEX_VERSION`).
+pub const CODEX_VERSION: &str = "0.171.0";
+
+/// Installs the pinned claude CLIs and the pinned Codex CLI into target/test-deps (where
+/// hooks-testkit looks).
 fn deps() -> Result<(), String> {
     for v in CLAUDE_VERSIONS {
         install_claude(v)?;
     }
+    install_codex()
+}
+
+fn install_codex() -> Result<(), String> {
+    let dir = root().join(format!("target/test-deps/codex-{CODEX_VERSION}"));
+    let bin = dir.join("node_modules/.bin/codex");
+    let version = |b: &Path| {
+        Command::new(b)
+            .arg("--version")
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    };
+    if !version(&bin).contains(CODEX_VERSION) {
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        step(
+            &format!("npm install @openai/codex@{CODEX_VERSION}"),
+            Command::new("npm")
+                .args([
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    "--prefix",
+                ])
+                .arg(&dir)
+                .arg(format!("@openai/codex@{CODEX_VERSION}")),
+        )
+        .map_err(|e| format!("{e}: the Codex tests need the real CLI from the npm registry"))?;
+    }
+    let v = version(&bin);
+    if !v.contains(CODEX_VERSION) {
+        return Err(format!(
+            "{} reports {v:?}, not {CODEX_VERSION}",
+            bin.display()
+        ));
+    }
+    eprintln!("xtask: {v} at {}", bin.display());
     Ok(())
 }
 
@@ -259,6 +302,7 @@ fn layering() -> Result<(), String> {
         "hooks-store-postgres",
         "hooks-meta",
         "hooks-runner-claude",
+        "hooks-runner-codex",
         "hooks-runner-webhook",
         "hooks-claude-code",
         "hooks-shapes",

@@ -11,6 +11,7 @@
 //!   `HOOKS_TEST_DATABASE_URL` names one.
 
 pub mod browser;
+pub mod codex;
 pub mod http;
 mod mock;
 pub mod pg;
