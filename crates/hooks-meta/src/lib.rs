@@ -17,6 +17,7 @@
 //! [`MetaStore`] puts the store's session state and what this host can see together behind
 //! the core's `SessionMeta` port.
 
+pub mod codex;
 pub mod live;
 pub mod settings;
 pub mod transcript;

@@ -1,4 +1,5 @@
-//! Facts read from a Claude Code transcript (`<session>.jsonl`).
+//! Facts read from a Claude Code transcript (`<session>.jsonl`), or from a Codex rollout
+//! ([`crate::codex`]), told apart by its first line.
 //!
 //! The file is read from its end in chunks of [`CHUNK`] bytes, at most [`MAX_SCAN_BYTES`]
 //! in all, and from its head for at most one chunk: the work does not grow with the
@@ -158,6 +159,24 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
     let meta = file.metadata()?;
     let last_change = meta.modified().ok().map(time::OffsetDateTime::from);
     let path_str = path.to_string_lossy().into_owned();
+    // A Codex rollout has facts of the same kind in other records.
+    let mut peek = [0u8; 256];
+    let mut got = 0;
+    while got < peek.len() {
+        match file.read(&mut peek[got..])? {
+            0 => break,
+            k => got += k,
+        }
+    }
+    std::io::Seek::rewind(&mut file)?;
+    if crate::codex::is_rollout(&peek[..got]) {
+        let facts = TranscriptFacts {
+            path: path_str,
+            last_change,
+            ..TranscriptFacts::default()
+        };
+        return crate::codex::read(file, meta.len(), facts, (CHUNK, MAX_SCAN_BYTES));
+    }
     let head = read_head(&mut file)?;
     let subagent = is_subagent_path(&path_str) || head.sidechain;
     let mut facts = TranscriptFacts {
