@@ -5,6 +5,7 @@
 mod bad_input;
 mod browser;
 mod chaos;
+mod codex;
 mod cost;
 mod flow;
 mod http;

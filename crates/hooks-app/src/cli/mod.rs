@@ -82,6 +82,9 @@ pub struct Global {
     /// The claude binary [default: claude on PATH]
     #[arg(long, global = true, env = "HOOKS_CLAUDE_BIN", value_name = "PATH")]
     pub claude_bin: Option<PathBuf>,
+    /// The codex program, for --runner codex [default: codex on PATH]
+    #[arg(long, global = true, env = "HOOKS_CODEX_BIN", value_name = "PATH")]
+    pub codex_bin: Option<PathBuf>,
     /// The last line that marks a conversation as done
     #[arg(
         long,

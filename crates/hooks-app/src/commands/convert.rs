@@ -12,6 +12,7 @@ pub fn flags(g: &Global) -> Flags {
         workspace: g.workspace.clone(),
         claude_home: g.claude_home.clone(),
         claude_bin: g.claude_bin.clone(),
+        codex_bin: g.codex_bin.clone(),
         done_marker: g.done_marker.clone(),
         runner: g.runner.clone(),
         runner_url: g.runner_url.clone(),

@@ -87,6 +87,45 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 ),
             },
         });
+    } else if matches!(ctx.runner, crate::compose::RunnerChoice::Codex) {
+        let bin = ctx
+            .codex_bin
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from("codex"));
+        let version = std::process::Command::new(&bin)
+            .arg("--version")
+            .stdin(std::process::Stdio::null())
+            .output();
+        checks.push(match version {
+            Ok(o) if o.status.success() => Check {
+                name: "codex",
+                ok: true,
+                detail: format!(
+                    "{} ({})",
+                    bin.display(),
+                    String::from_utf8_lossy(&o.stdout).trim()
+                ),
+                fix: None,
+            },
+            Ok(o) => Check {
+                name: "codex",
+                ok: false,
+                detail: format!("{} --version failed: {}", bin.display(), o.status),
+                fix: Some(
+                    "npm install -g @openai/codex, or pass --codex-bin PATH (HOOKS_CODEX_BIN)"
+                        .into(),
+                ),
+            },
+            Err(e) => Check {
+                name: "codex",
+                ok: false,
+                detail: format!("{} does not run: {e}", bin.display()),
+                fix: Some(
+                    "npm install -g @openai/codex, or pass --codex-bin PATH (HOOKS_CODEX_BIN)"
+                        .into(),
+                ),
+            },
+        });
     } else if let crate::compose::RunnerChoice::Custom { name, .. } = &ctx.runner {
         checks.push(match ctx.runner(std::time::Duration::from_secs(1)) {
             Ok(_) => Check {

@@ -121,7 +121,7 @@ where
 /// The names the built-in stores answer to.
 pub const BUILT_IN_STORES: [&str; 3] = ["json", "postgres", "postgresql"];
 /// The names the built-in runners answer to.
-pub const BUILT_IN_RUNNERS: [&str; 2] = ["claude", "webhook"];
+pub const BUILT_IN_RUNNERS: [&str; 3] = ["claude", "codex", "webhook"];
 
 /// The adapters this build of the app adds to the built-in ones, by name.
 #[derive(Default, Clone)]

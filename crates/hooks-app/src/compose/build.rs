@@ -155,6 +155,16 @@ impl Context {
     pub fn runner(&self, timeout: Duration) -> AppResult<Arc<dyn Runner>> {
         Ok(match &self.runner {
             RunnerChoice::Claude => Arc::new(self.claude_runner(timeout)),
+            RunnerChoice::Codex => Arc::new(hooks_runner_codex::CodexRunner::new(
+                hooks_runner_codex::CodexConfig {
+                    program: self
+                        .codex_bin
+                        .clone()
+                        .unwrap_or_else(|| std::path::PathBuf::from("codex")),
+                    timeout,
+                    ..hooks_runner_codex::CodexConfig::default()
+                },
+            )),
             RunnerChoice::Custom { name, arg } => super::adapters::Adapters::registered()
                 .find_runner(name)
                 .ok_or_else(|| {
@@ -328,6 +338,7 @@ mod store_tests {
             here: "/w".into(),
             claude_home: "/c".into(),
             claude_bin: "claude".into(),
+            codex_bin: None,
             done_marker: "DONE".into(),
             runner: RunnerChoice::Claude,
             store,

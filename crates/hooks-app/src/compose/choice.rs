@@ -93,6 +93,8 @@ impl StoreChoice {
 #[derive(Debug, Clone)]
 pub enum RunnerChoice {
     Claude,
+    /// OpenAI's Codex CLI (`codex exec resume`), the program from `--codex-bin`.
+    Codex,
     /// A runner this build adds ([`crate::Adapters::runner`]): `--runner NAME`, its
     /// argument from `--runner-url`.
     Custom {

@@ -16,6 +16,7 @@ pub struct Flags {
     pub workspace: Option<PathBuf>,
     pub claude_home: Option<PathBuf>,
     pub claude_bin: Option<PathBuf>,
+    pub codex_bin: Option<PathBuf>,
     pub done_marker: String,
     /// `claude`, `webhook`, or a runner this build adds.
     pub runner: String,
@@ -48,6 +49,8 @@ pub struct Context {
     pub claude_home: PathBuf,
     /// The claude program: a path, or a name looked up on `PATH`.
     pub claude_bin: PathBuf,
+    /// The codex program (`--codex-bin`), when given; else `codex` on `PATH`.
+    pub codex_bin: Option<PathBuf>,
     /// The last line that marks a conversation as done.
     pub done_marker: String,
     /// What resumes conversations.
@@ -98,6 +101,7 @@ impl Context {
         let done_marker = hooks_core::validate_marker(&g.done_marker)?;
         let runner = match g.runner.trim() {
             "" | "claude" => RunnerChoice::Claude,
+            "codex" => RunnerChoice::Codex,
             "webhook" => {
                 let url = g.runner_url.clone().ok_or_else(|| {
                     AppError::invalid(
@@ -145,6 +149,7 @@ impl Context {
             here,
             claude_home,
             claude_bin,
+            codex_bin: g.codex_bin.clone(),
             done_marker,
             runner,
             store,
@@ -197,6 +202,14 @@ impl Context {
     pub fn runner_args(&self) -> Vec<String> {
         match &self.runner {
             RunnerChoice::Claude => Vec::new(),
+            RunnerChoice::Codex => {
+                let mut a = vec!["--runner".to_owned(), "codex".to_owned()];
+                if let Some(b) = &self.codex_bin {
+                    a.push("--codex-bin".to_owned());
+                    a.push(b.to_string_lossy().into_owned());
+                }
+                a
+            }
             RunnerChoice::Custom { name, arg } => {
                 let mut a = vec!["--runner".to_owned(), name.clone()];
                 if let Some(arg) = arg {

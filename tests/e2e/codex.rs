@@ -1,0 +1,105 @@
+//! A second agent through the same core: a conversation in OpenAI's real Codex CLI (the
+//! pinned release, against a loopback mock of the Responses API) ends `DONE`; Codex's Stop
+//! hook runs hooks-app's hook entry point, which queues the follow-up; the Codex runner
+//! resumes that same thread with `codex exec resume`, once, and the run is recorded with
+//! its tokens and the model read from the rollout.
+
+use std::process::Command;
+
+use hooks_testkit::codex::{CodexEnv, MockResponses, codex_bin};
+
+use crate::support::*;
+
+#[test]
+fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
+    let api = MockResponses::start();
+    api.set_final_line(Some("COMPLETED"));
+    let cx = CodexEnv::new(&api);
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    // Codex's Stop hook calls hooks-app as install writes it for Claude Code.
+    std::fs::write(
+        cx.codex_home().join("hooks.json"),
+        serde_json::json!({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": app.hook_command(""), "timeout": 10}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    for (k, v) in cx.vars() {
+        if k != "HOME" {
+            app.env.set_var(&k, &v);
+        }
+    }
+    // The person's conversation; the hook trusted for this run (a person trusts it once in
+    // Codex's TUI).
+    let out = Command::new(codex_bin())
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            "build the feature SAY_DONE",
+        ])
+        .envs(cx.vars())
+        .current_dir(&cx.proj)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let thread = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "thread.started")
+        .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let pending = app.pending();
+    assert_eq!(
+        pending.len(),
+        1,
+        "the Stop hook queued post-task: {pending:?}"
+    );
+    assert_eq!(pending[0]["sessionId"], thread.as_str());
+    let codex = codex_bin();
+    let codex = codex.to_str().unwrap();
+    app.ok(&[
+        "--runner",
+        "codex",
+        "--codex-bin",
+        codex,
+        "tick",
+        "--quiet-period",
+        "0",
+    ]);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let r = &runs[0];
+    assert_eq!(r["status"], "ok", "{r}");
+    assert_eq!(r["completed"], true, "{r}");
+    assert_eq!(r["sessionId"], thread.as_str(), "{r}");
+    assert_eq!(
+        r["model"], "gpt-5.5",
+        "the model read from the rollout: {r}"
+    );
+    assert_eq!(r["usage"]["outputTokens"], 50, "the turn's own tokens: {r}");
+    assert_eq!(r["usage"]["cacheReadInputTokens"], 200, "{r}");
+    // The same thread, resumed with the hook's prompt: its rollout holds the follow-up.
+    let rollout = std::fs::read_to_string(cx.rollout(&thread).expect("the rollout")).unwrap();
+    assert!(
+        rollout.contains("tidy-up pass"),
+        "the follow-up's prompt is in the thread"
+    );
+    // Once per hook and session: the follow-up's own Stop and a second tick run nothing.
+    app.ok(&[
+        "--runner",
+        "codex",
+        "--codex-bin",
+        codex,
+        "tick",
+        "--quiet-period",
+        "0",
+    ]);
+    assert_eq!(app.runs().len(), 1, "{:?}", app.runs());
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+}
