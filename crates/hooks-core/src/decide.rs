@@ -327,7 +327,8 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
             due_at: now + OPEN_BUSY_LOOK,
             waiting: Waiting {
                 reason: format!(
-                    "{OPEN_BUSY_WAIT}: conversation open in claude, {open}; delivered into it once idle"
+                    "{OPEN_BUSY_WAIT}: conversation open in {}, {open}; delivered into it once idle",
+                    open.agent
                 ),
                 since: match &i.entry.waiting {
                     Some(w) if w.reason.starts_with(OPEN_BUSY_WAIT) => w.since,
@@ -356,12 +357,13 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         // and after the close follows it up only if the turn is still the failed one.
         let reason = if i.entry.error == Some(crate::failure::FailureKind::RateLimit) {
             format!(
-                "conversation open in claude, {open}: Claude Code continues it itself after \
+                "conversation open in {}, {open}: Claude Code continues it itself after \
                  the limit's reset where it can; hooks-app continues it once after the close \
-                 only if nothing did"
+                 only if nothing did",
+                open.agent
             )
         } else {
-            format!("conversation open in claude, {open}")
+            format!("conversation open in {}, {open}", open.agent)
         };
         return FireDecision::Wait {
             due_at: since + limit,

@@ -30,7 +30,9 @@ impl fmt::Display for ProcessRef {
 /// A Claude Code process that has a session open, from its `sessions/<pid>.json` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenSession {
-    /// The agent's process.
+    /// The agent's program as people name it (`claude`, `codex`): whose conversation it is.
+    pub agent: String,
+    /// The agent's process; 0 when the agent's files do not say.
     pub pid: u32,
     /// `interactive`, `sdk-cli`, …, as the file says; `None` when it says nothing.
     pub kind: Option<String>,
@@ -61,11 +63,13 @@ pub struct OpenDelivery {
 
 impl fmt::Display for OpenSession {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "pid {}", self.pid)?;
-        for v in [&self.kind, &self.status].into_iter().flatten() {
-            write!(f, ", {v}")?;
-        }
-        Ok(())
+        let pid = (self.pid != 0).then(|| format!("pid {}", self.pid));
+        let parts: Vec<&str> = [pid.as_ref(), self.kind.as_ref(), self.status.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        write!(f, "{}", parts.join(", "))
     }
 }
 

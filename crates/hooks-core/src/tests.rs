@@ -1355,6 +1355,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
     let open = SessionFacts {
         transcript: Some(transcript(600, Some(1000), false)),
         open: Some(OpenSession {
+            agent: "claude".into(),
             pid: 4242,
             kind: Some("interactive".into()),
             status: Some("idle".into()),
@@ -1526,6 +1527,7 @@ async fn an_open_conversation_waits_and_a_close_wakes_it() {
     w.meta.set_open(
         &sid("s1"),
         Some(OpenSession {
+            agent: "claude".into(),
             pid: 7,
             kind: Some("interactive".into()),
             status: Some("idle".into()),
@@ -2927,6 +2929,7 @@ async fn an_entry_put_back_says_why_where_pending_shows_it() {
 /// An interactive session that takes messages (2.1.332's inbox), `status` as its file says.
 fn tui_with_inbox(status: &str) -> OpenSession {
     OpenSession {
+        agent: "claude".into(),
         pid: 7,
         kind: Some("interactive".into()),
         status: Some(status.into()),

@@ -88,7 +88,7 @@ pub fn session_lines(r: &hooks_core::lookup::SessionReport) -> Vec<(&'static str
     out.push((
         "conversation",
         match &facts.open {
-            Some(o) => format!("open in claude, {o}"),
+            Some(o) => format!("open in {}, {o}", o.agent),
             None => "not open in any claude process".to_owned(),
         },
     ));
