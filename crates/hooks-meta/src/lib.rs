@@ -38,6 +38,7 @@ pub use transcript::{MAX_SCAN_BYTES, read_facts, read_facts_counted};
 pub struct MetaStore {
     sessions: Arc<dyn SessionStore>,
     claude_home: PathBuf,
+    codex_home: Option<PathBuf>,
     host: String,
 }
 
@@ -48,8 +49,26 @@ impl MetaStore {
         Self {
             sessions,
             claude_home: claude_home.to_owned(),
+            codex_home: None,
             host: String::new(),
         }
+    }
+
+    /// Also looks for conversations open in OpenAI's Codex, whose folder (`~/.codex` or
+    /// `$CODEX_HOME`) is `codex_home`.
+    pub fn with_codex_home(mut self, codex_home: impl Into<PathBuf>) -> Self {
+        self.codex_home = Some(codex_home.into());
+        self
+    }
+
+    /// The agent process that has `session` open: a Claude Code session, else a Codex
+    /// thread.
+    fn open_now(&self, session: &SessionId) -> Option<OpenSession> {
+        live::open_session(&self.claude_home, session).or_else(|| {
+            self.codex_home
+                .as_deref()
+                .and_then(|h| live::open_codex_thread(h, session))
+        })
     }
 
     /// Names this host as leases do, so that leases taken here are judged by their
@@ -135,7 +154,7 @@ impl SessionMeta for MetaStore {
         let mut facts = SessionFacts {
             state,
             transcript,
-            open: live::open_session(&self.claude_home, session),
+            open: self.open_now(session),
             lease: lease.map(|l| self.judge(l)),
             settings_model: None,
         };
@@ -197,7 +216,7 @@ impl SessionMeta for MetaStore {
     }
 
     async fn open(&self, session: &SessionId) -> Result<Option<OpenSession>, MetaError> {
-        Ok(live::open_session(&self.claude_home, session))
+        Ok(self.open_now(session))
     }
 
     async fn sessions_starting(&self, prefix: &str) -> Result<(Vec<SessionId>, String), MetaError> {

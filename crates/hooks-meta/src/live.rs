@@ -10,6 +10,8 @@
 //! then (ticks on Linux, `ps -o lstart` text on macOS): a stale file, or one whose pid now
 //! belongs to another process, means closed.
 //! The files are read leniently: unknown fields, other shapes and garbage are passed over.
+//! A Codex thread is open while a Codex process holds its writer lock
+//! ([`open_codex_thread`]).
 
 use std::fs;
 use std::path::Path;
@@ -87,6 +89,7 @@ fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
         .filter(|_| kind.as_deref() == Some("interactive"))
         .filter(|p| is_own_socket(Path::new(p)));
     Some(OpenSession {
+        agent: "claude".into(),
         pid,
         kind,
         status: text("status"),
@@ -114,4 +117,29 @@ pub fn open_session(claude_home: &Path, session: &SessionId) -> Option<OpenSessi
     // Several (a person's TUI and a headless run): the interactive one says more.
     found.sort_by_key(|o| o.kind.as_deref() != Some("interactive"));
     found.into_iter().next()
+}
+
+/// The Codex process that has thread `session` open, if any. While a TUI (or a run) has a
+/// thread open, Codex holds `<codex-home>/thread-writer-locks/<thread>.lock` locked: a lock
+/// this process cannot share is that. The file is only probed, never written; a missing
+/// file, or one that is not a regular file, means closed.
+pub fn open_codex_thread(codex_home: &Path, session: &SessionId) -> Option<OpenSession> {
+    let path = codex_home
+        .join("thread-writer-locks")
+        .join(format!("{session}.lock"));
+    let file = hooks_platform::open_regular(&path, true).ok()?;
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            None
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Some(OpenSession {
+            agent: "codex".into(),
+            pid: 0,
+            kind: Some("thread open".into()),
+            status: None,
+            inbox: None,
+        }),
+        Err(_) => None,
+    }
 }

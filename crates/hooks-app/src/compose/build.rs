@@ -133,7 +133,9 @@ impl Context {
 
     /// What this host can see of sessions, over the store's session state.
     pub fn meta(&self, store: &Store) -> MetaStore {
-        MetaStore::new(store.sessions.clone(), &self.claude_home).with_host(host_name())
+        MetaStore::new(store.sessions.clone(), &self.claude_home)
+            .with_codex_home(&self.codex_home)
+            .with_host(host_name())
     }
 
     /// The prompt files: the workspace's, and a project's once approved (also what `doctor`
@@ -162,6 +164,7 @@ impl Context {
                         .clone()
                         .unwrap_or_else(|| std::path::PathBuf::from("codex")),
                     timeout,
+                    codex_home: Some(self.codex_home.clone()),
                     ..hooks_runner_codex::CodexConfig::default()
                 },
             )),
@@ -339,6 +342,7 @@ mod store_tests {
             claude_home: "/c".into(),
             claude_bin: "claude".into(),
             codex_bin: None,
+            codex_home: "/x/.codex".into(),
             done_marker: "DONE".into(),
             runner: RunnerChoice::Claude,
             store,

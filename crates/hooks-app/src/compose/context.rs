@@ -51,6 +51,8 @@ pub struct Context {
     pub claude_bin: PathBuf,
     /// The codex program (`--codex-bin`), when given; else `codex` on `PATH`.
     pub codex_bin: Option<PathBuf>,
+    /// Codex's folder (`$CODEX_HOME`, else `~/.codex`): its threads and their locks.
+    pub codex_home: PathBuf,
     /// The last line that marks a conversation as done.
     pub done_marker: String,
     /// What resumes conversations.
@@ -93,6 +95,13 @@ impl Context {
             Some(c) => absolute(c)?,
             None if g.from_hook => account_home()?.join(".claude"),
             None => home()?.join(".claude"),
+        };
+        // Codex's folder, where its threads' writer locks say which are open: `CODEX_HOME`
+        // as Codex reads it, except in a hook call (the environment is partly a project's).
+        let codex_home = match std::env::var_os("CODEX_HOME").filter(|v| !v.is_empty()) {
+            Some(c) if !g.from_hook => absolute(Path::new(&c))?,
+            _ if g.from_hook => account_home()?.join(".codex"),
+            _ => home()?.join(".codex"),
         };
         let claude_bin = g
             .claude_bin
@@ -150,6 +159,7 @@ impl Context {
             claude_home,
             claude_bin,
             codex_bin: g.codex_bin.clone(),
+            codex_home,
             done_marker,
             runner,
             store,
