@@ -103,3 +103,102 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
     assert_eq!(app.runs().len(), 1, "{:?}", app.runs());
     assert!(app.pending().is_empty(), "{:?}", app.pending());
 }
+
+/// A Codex thread a person has open in Codex's TUI is never resumed beside it: the entry
+/// waits while the TUI holds the thread, and runs once after the person quits.
+#[test]
+fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
+    let api = MockResponses::start();
+    api.set_final_line(Some("COMPLETED"));
+    let cx = CodexEnv::new(&api);
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    for (k, v) in cx.vars() {
+        if k != "HOME" {
+            app.env.set_var(&k, &v);
+        }
+    }
+    let thread = cx.new_conversation("build the feature SAY_DONE");
+    let rollout = cx.rollout(&thread).expect("the rollout");
+    app.ok(&[
+        "notify",
+        "--session",
+        &thread,
+        "--transcript",
+        rollout.to_str().unwrap(),
+    ]);
+    // The person opens the thread in Codex's TUI.
+    let mut vars = cx.vars();
+    vars.push(("TERM".into(), "xterm-256color".into()));
+    let tui = hooks_testkit::Tui::start_program(
+        &codex_bin(),
+        &["--no-daemon", "resume", &thread],
+        &vars,
+        &cx.proj,
+    );
+    let ready = "Ask Codex to do anything";
+    assert!(tui.wait_for(60, ready), "{}", tui.screen());
+    // Codex takes the thread's writer lock a moment after its prompt shows.
+    assert!(
+        hooks_testkit::wait_until(30, || app
+            .ok(&["session", &thread])
+            .contains("open in codex")),
+        "the thread is seen open: {}\nlocks: {:?}\n{}",
+        app.ok(&["session", &thread]),
+        std::fs::read_dir(cx.codex_home().join("thread-writer-locks"))
+            .map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>()),
+        tui.screen()
+    );
+    let codex = codex_bin();
+    let codex = codex.to_str().unwrap();
+    app.ok(&[
+        "--runner",
+        "codex",
+        "--codex-bin",
+        codex,
+        "tick",
+        "--quiet-period",
+        "0",
+    ]);
+    assert!(
+        app.runs().is_empty(),
+        "not resumed beside the TUI: {:?}",
+        app.runs()
+    );
+    let reason = app.pending()[0]["waiting"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(reason.starts_with("conversation open in codex"), "{reason}");
+    // The person quits; the next look runs it, once, in the same thread.
+    tui.type_text("/quit");
+    tui.enter();
+    assert!(
+        hooks_testkit::wait_until(30, || !tui.alive()),
+        "{}",
+        tui.screen()
+    );
+    assert!(
+        hooks_testkit::wait_until(30, || {
+            app.ok(&[
+                "--runner",
+                "codex",
+                "--codex-bin",
+                codex,
+                "tick",
+                "--quiet-period",
+                "0",
+            ]);
+            !app.runs().is_empty()
+        }),
+        "{:?}",
+        app.pending()
+    );
+    let r = &app.runs()[0];
+    assert_eq!(
+        (r["status"].as_str(), r["sessionId"].as_str()),
+        (Some("ok"), Some(thread.as_str())),
+        "{r}"
+    );
+}

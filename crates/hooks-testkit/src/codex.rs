@@ -241,7 +241,9 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
 }
 
 /// A scratch home for the real Codex CLI: `HOME` and `CODEX_HOME` in a temporary folder,
-/// `config.toml` pointing at a [`MockResponses`], a dummy key, and a project folder.
+/// `config.toml` pointing at a [`MockResponses`], a dummy key, and a project folder; the
+/// TUI's first-run questions (the project's trust, a newer model's notice) answered as a
+/// person would have answered them.
 pub struct CodexEnv {
     /// The temporary folder holding it all.
     pub dir: tempfile::TempDir,
@@ -252,9 +254,11 @@ pub struct CodexEnv {
 impl CodexEnv {
     /// A fresh home pointed at `api`.
     pub fn new(api: &MockResponses) -> Self {
+        // Outside any git repository (Codex's TUI asks to trust a repository's root), and
+        // the project trusted as a person would have it.
         let dir = tempfile::Builder::new()
             .prefix("codex-test")
-            .tempdir_in(crate::workspace_root().join("target"))
+            .tempdir()
             .expect("a scratch folder");
         let home = dir.path().join("home");
         let codex_home = home.join(".codex");
@@ -265,8 +269,9 @@ impl CodexEnv {
         std::fs::write(
             codex_home.join("config.toml"),
             format!(
-                "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n",
-                api.base_url()
+                "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\nname = \"mock\"\nbase_url = \"{}\"\nenv_key = \"OPENAI_API_KEY\"\nwire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n[projects.\"{}\"]\ntrust_level = \"trusted\"\n\n[tui]\nscreen_reader_detection_done = true\n\n[notice.model_migrations]\n\"gpt-5.5\" = \"gpt-6-sol\"\n",
+                api.base_url(),
+                proj.display()
             ),
         )
         .expect("write config.toml");

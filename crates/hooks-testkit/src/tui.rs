@@ -56,6 +56,25 @@ impl Tui {
     /// for its prompt.
     pub fn start(env: &ClaudeEnv, cwd: &Path) -> Self {
         pre_accept(env, cwd);
+        let t = Self::start_program(&claude_bin(), &[], &env.vars(), cwd);
+        // 2.1.197's ready screen says "? for shortcuts"; 2.1.332's, "⏵⏵ auto mode on
+        // (shift+tab to cycle)".
+        assert!(
+            t.wait_for_any(60, &READY),
+            "the TUI came up: {}",
+            t.screen()
+        );
+        t
+    }
+
+    /// Starts `program` with `program_args` in `cwd` with the variables `vars`, without
+    /// waiting for anything: another agent's TUI.
+    pub fn start_program(
+        program: &Path,
+        program_args: &[&str],
+        vars: &[(String, String)],
+        cwd: &Path,
+    ) -> Self {
         let socket = format!("hooks-test-{}-{}", std::process::id(), mock::unique());
         let mut args: Vec<String> = vec![
             "new-session".into(),
@@ -69,12 +88,13 @@ impl Tui {
             "-c".into(),
             cwd.to_string_lossy().into_owned(),
         ];
-        for (k, v) in env.vars() {
+        for (k, v) in vars {
             args.push("-e".into());
             args.push(format!("{k}={v}"));
         }
         args.push("--".into());
-        args.push(claude_bin().to_string_lossy().into_owned());
+        args.push(program.to_string_lossy().into_owned());
+        args.extend(program_args.iter().map(|a| (*a).to_owned()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = tmux(&socket, &refs);
         assert!(
@@ -88,15 +108,7 @@ impl Tui {
         .trim()
         .parse()
         .expect("the pane's pid");
-        let t = Self { socket, pid };
-        // 2.1.197's ready screen says "? for shortcuts"; 2.1.332's, "⏵⏵ auto mode on
-        // (shift+tab to cycle)".
-        assert!(
-            t.wait_for_any(60, &READY),
-            "the TUI came up: {}",
-            t.screen()
-        );
-        t
+        Self { socket, pid }
     }
 
     /// The screen as text.
