@@ -962,6 +962,9 @@ pub struct TranscriptFacts {
     /// The conversation's last assistant line is an API error Claude Code wrote in place
     /// of a reply (`isApiErrorMessage`): its last turn failed and nothing answered since.
     pub ends_in_error: bool,
+    /// The agent whose conversation this is, when its format says (`codex` for a Codex
+    /// rollout); `None` for Claude Code's own transcripts.
+    pub agent: Option<String>,
 }
 
 impl TranscriptFacts {

@@ -375,6 +375,10 @@ pub struct RunRequest {
     /// conversation never took ends with a [`crate::Status::Requeued`] outcome: it is no
     /// run, and the entry goes back to wait for the close.
     pub into_open: Option<crate::live::OpenDelivery>,
+    /// The agent whose conversation it is, when its transcript says
+    /// ([`TranscriptFacts::agent`]): a runner for several agents resumes it with the
+    /// right one.
+    pub agent: Option<String>,
 }
 
 /// Errors of a [`Runner`]: the run could not be started at all.

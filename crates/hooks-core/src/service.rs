@@ -192,6 +192,8 @@ struct FirePlan {
     vars: BTreeMap<&'static str, String>,
     /// Delivered into the conversation a person has open, not resumed.
     into_open: Option<crate::live::OpenDelivery>,
+    /// The agent whose conversation it is, as its transcript says.
+    agent: Option<String>,
 }
 
 /// The values of a prompt's variables for a follow-up of `hook` on `entry`'s conversation.
@@ -637,6 +639,7 @@ impl Service {
                         model,
                         vars,
                         into_open,
+                        agent: facts.transcript.as_ref().and_then(|t| t.agent.clone()),
                     })));
                 }
                 // decide_fire fires only with all three; should that ever break, record it
@@ -941,6 +944,7 @@ impl Service {
             model,
             vars,
             into_open,
+            agent,
         } = plan;
         let delivered = into_open.is_some();
         prompt.body =
@@ -1009,6 +1013,7 @@ impl Service {
                     cwd,
                     prompt,
                     into_open,
+                    agent,
                 };
                 match self.ports.runner.start(&request).await {
                     Err(e) => RunOutcome {

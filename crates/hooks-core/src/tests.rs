@@ -520,6 +520,7 @@ fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> Transcri
         model: None,
         last_reply_at: None,
         ends_in_error: false,
+        agent: None,
     }
 }
 
@@ -3117,4 +3118,30 @@ async fn a_limits_continuation_is_never_delivered_into_an_open_tui() {
         "{waiting:?}"
     );
     assert_eq!(w.runner.count(), 0);
+}
+
+/// The agent a transcript names reaches the runner, so a runner for several agents
+/// resumes each conversation with its own; a transcript that names none names none.
+#[tokio::test]
+async fn the_agent_of_a_conversation_reaches_the_runner() {
+    for agent in [Some("codex"), None] {
+        let w = world();
+        let s = sid("s1");
+        w.service.notify(&done_event("s1")).await.unwrap();
+        w.meta.set_transcript(
+            &s,
+            TranscriptFacts {
+                agent: agent.map(str::to_owned),
+                ..transcript(60, Some(1000), false)
+            },
+        );
+        w.clock.advance(Duration::seconds(10));
+        let fired = fire_all(&w).await;
+        assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+        assert_eq!(
+            w.runner.calls()[0].agent.as_deref(),
+            agent,
+            "the run request names the conversation's agent"
+        );
+    }
 }

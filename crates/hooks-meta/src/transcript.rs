@@ -173,6 +173,7 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
         let facts = TranscriptFacts {
             path: path_str,
             last_change,
+            agent: Some("codex".into()),
             ..TranscriptFacts::default()
         };
         return crate::codex::read(file, meta.len(), facts, (CHUNK, MAX_SCAN_BYTES));

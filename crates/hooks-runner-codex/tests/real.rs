@@ -29,6 +29,7 @@ fn request(env: &CodexEnv, thread: &str, body: &str, options: RunOptions) -> Run
             options,
         },
         into_open: None,
+        agent: None,
     }
 }
 

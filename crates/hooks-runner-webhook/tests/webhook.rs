@@ -25,6 +25,7 @@ fn request() -> RunRequest {
         session_id: SessionId::parse("0b9f-session").unwrap(),
         cwd: "/work/proj".into(),
         into_open: None,
+        agent: None,
         prompt: Prompt {
             body: "Tidy up, then say COMPLETED.".into(),
             options: RunOptions {

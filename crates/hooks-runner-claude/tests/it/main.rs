@@ -19,6 +19,7 @@ fn request(session: &str, cwd: &Path, body: &str, options: RunOptions) -> RunReq
         session_id: SessionId::parse(session).unwrap(),
         cwd: cwd.to_string_lossy().into_owned(),
         into_open: None,
+        agent: None,
         prompt: Prompt {
             body: body.to_owned(),
             options,
