@@ -63,19 +63,14 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
     assert_eq!(pending[0]["sessionId"], thread.as_str());
     let codex = codex_bin();
     let codex = codex.to_str().unwrap();
-    app.ok(&[
-        "--runner",
-        "codex",
-        "--codex-bin",
-        codex,
-        "tick",
-        "--quiet-period",
-        "0",
-    ]);
+    // The default runner resumes each conversation with its own agent's CLI: this one
+    // with codex, never claude (the fake claude here would log a call).
+    app.ok(&["--codex-bin", codex, "tick", "--quiet-period", "0"]);
     let runs = app.runs();
     assert_eq!(runs.len(), 1, "{runs:?}");
     let r = &runs[0];
     assert_eq!(r["status"], "ok", "{r}");
+    assert!(app.fake_log().is_empty(), "claude was not asked");
     assert_eq!(r["completed"], true, "{r}");
     assert_eq!(r["sessionId"], thread.as_str(), "{r}");
     assert_eq!(
@@ -91,15 +86,9 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
         "the follow-up's prompt is in the thread"
     );
     // Once per hook and session: the follow-up's own Stop and a second tick run nothing.
-    app.ok(&[
-        "--runner",
-        "codex",
-        "--codex-bin",
-        codex,
-        "tick",
-        "--quiet-period",
-        "0",
-    ]);
+    // The default runner resumes each conversation with its own agent's CLI: this one
+    // with codex, never claude (the fake claude here would log a call).
+    app.ok(&["--codex-bin", codex, "tick", "--quiet-period", "0"]);
     assert_eq!(app.runs().len(), 1, "{:?}", app.runs());
     assert!(app.pending().is_empty(), "{:?}", app.pending());
 }

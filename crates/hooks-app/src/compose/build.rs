@@ -153,21 +153,29 @@ impl Context {
         })
     }
 
-    /// The runner chosen, with `timeout` for one run.
+    /// The Codex CLI runner.
+    fn codex_runner(&self, timeout: Duration) -> hooks_runner_codex::CodexRunner {
+        hooks_runner_codex::CodexRunner::new(hooks_runner_codex::CodexConfig {
+            program: self
+                .codex_bin
+                .clone()
+                .unwrap_or_else(|| std::path::PathBuf::from("codex")),
+            timeout,
+            codex_home: Some(self.codex_home.clone()),
+            ..hooks_runner_codex::CodexConfig::default()
+        })
+    }
+
+    /// The runner chosen, with `timeout` for one run. The agent CLIs (`claude`, the
+    /// default, and `codex`) resume each conversation with its own agent's CLI: a Codex
+    /// thread with codex, a Claude Code session with claude; a webhook or a team's runner
+    /// takes every conversation.
     pub fn runner(&self, timeout: Duration) -> AppResult<Arc<dyn Runner>> {
         Ok(match &self.runner {
-            RunnerChoice::Claude => Arc::new(self.claude_runner(timeout)),
-            RunnerChoice::Codex => Arc::new(hooks_runner_codex::CodexRunner::new(
-                hooks_runner_codex::CodexConfig {
-                    program: self
-                        .codex_bin
-                        .clone()
-                        .unwrap_or_else(|| std::path::PathBuf::from("codex")),
-                    timeout,
-                    codex_home: Some(self.codex_home.clone()),
-                    ..hooks_runner_codex::CodexConfig::default()
-                },
-            )),
+            RunnerChoice::Claude | RunnerChoice::Codex => Arc::new(ByAgent {
+                claude: Arc::new(self.claude_runner(timeout)),
+                codex: Arc::new(self.codex_runner(timeout)),
+            }),
             RunnerChoice::Custom { name, arg } => super::adapters::Adapters::registered()
                 .find_runner(name)
                 .ok_or_else(|| {
@@ -227,6 +235,39 @@ impl Context {
             }
             _ => Ok(()),
         }
+    }
+}
+
+/// Each conversation resumed by its own agent's CLI: a Codex conversation (its transcript a
+/// Codex rollout) by codex, any other by claude, which alone delivers into an open TUI.
+struct ByAgent {
+    claude: Arc<dyn Runner>,
+    codex: Arc<dyn Runner>,
+}
+
+impl ByAgent {
+    fn for_request(&self, req: &hooks_core::ports::RunRequest) -> &Arc<dyn Runner> {
+        match req.agent.as_deref() {
+            Some("codex") => &self.codex,
+            _ => &self.claude,
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Runner for ByAgent {
+    async fn start(
+        &self,
+        req: &hooks_core::ports::RunRequest,
+    ) -> Result<Box<dyn hooks_core::ports::RunHandle>, hooks_core::ports::RunnerError> {
+        self.for_request(req).start(req).await
+    }
+    fn delivers_into_open(&self) -> bool {
+        self.claude.delivers_into_open()
+    }
+    /// Both CLIs' runs carry the same variable in the same kind of group.
+    async fn end_leftovers(&self, group: &hooks_core::ProcessRef) -> usize {
+        self.claude.end_leftovers(group).await
     }
 }
 
