@@ -191,3 +191,102 @@ fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
         "{r}"
     );
 }
+
+/// `install --agent codex` puts hooks-app's Stop and SessionEnd entries into Codex's own
+/// hooks.json beside what the person has there, `doctor` says Codex must trust them until
+/// a person did (in Codex's TUI), the installed entry queues a Codex conversation's `DONE`,
+/// and `uninstall --agent codex` gives the file back byte for byte.
+#[test]
+fn install_for_codex_edits_its_hooks_json_in_place_and_uninstall_gives_it_back() {
+    let api = MockResponses::start();
+    let cx = CodexEnv::new(&api);
+    let app = App::fake();
+    app.ok(&["init"]);
+    for (k, v) in cx.vars() {
+        if k != "HOME" {
+            app.env.set_var(&k, &v);
+        }
+    }
+    // The person's own hooks.json, in their own style.
+    let file = cx.codex_home().join("hooks.json");
+    let mine = "{\n    \"hooks\": {\n        \"PreToolUse\": [ { \"hooks\": [ { \"type\": \"command\", \"command\": \"true\" } ] } ]\n    }\n}\n";
+    std::fs::write(&file, mine).unwrap();
+    app.ok(&["install", "--agent", "codex", "--daemon", "none"]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for ev in ["Stop", "SessionEnd"] {
+        assert!(
+            v["hooks"][ev][0]["hooks"][0]["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("claude-hook")),
+            "{ev}: {text}"
+        );
+    }
+    assert!(
+        v["hooks"].get("StopFailure").is_none(),
+        "Codex has no such event"
+    );
+    assert!(
+        text.starts_with(&mine[..20]),
+        "the person's lines stay: {text}"
+    );
+    let o = app.ok(&["install", "--agent", "codex", "--daemon", "none"]);
+    assert!(o.contains("nothing to change"), "{o}");
+    // Not trusted yet: doctor says what to do.
+    let doctor = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        doctor.contains("FAIL codex hook trusted") && doctor.contains("Trust all and continue"),
+        "{doctor}"
+    );
+    // The person trusts it once in Codex's TUI.
+    let mut vars = cx.vars();
+    vars.push(("TERM".into(), "xterm-256color".into()));
+    let tui = hooks_testkit::Tui::start_program(&codex_bin(), &["--no-daemon"], &vars, &cx.proj);
+    assert!(
+        tui.wait_for(60, "Trust all and continue"),
+        "{}",
+        tui.screen()
+    );
+    tui.type_text("2");
+    tui.enter();
+    assert!(
+        tui.wait_for(60, "Ask Codex to do anything"),
+        "{}",
+        tui.screen()
+    );
+    let doctor = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
+    assert!(doctor.contains("ok   codex hook trusted"), "{doctor}");
+    assert!(
+        doctor.contains("ok   codex hook trusted")
+            || doctor.contains("OK   codex hook trusted")
+            || !doctor.contains("FAIL codex hook trusted"),
+        "{doctor}"
+    );
+    tui.type_text("/quit");
+    tui.enter();
+    assert!(
+        hooks_testkit::wait_until(30, || !tui.alive()),
+        "{}",
+        tui.screen()
+    );
+    // The trusted entry runs on a Codex conversation's DONE and queues its follow-up.
+    let thread = cx.new_conversation("build the feature SAY_DONE");
+    let pending = app.pending();
+    assert!(
+        pending.iter().any(|p| p["sessionId"] == thread.as_str()),
+        "queued by Codex's Stop hook: {pending:?}"
+    );
+    // Uninstall takes out exactly what install put in.
+    app.ok(&["uninstall", "--agent", "codex", "--daemon", "none"]);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), mine);
+    // A file install created is removed again.
+    std::fs::remove_file(&file).unwrap();
+    app.ok(&["install", "--agent", "codex", "--daemon", "none"]);
+    assert!(file.exists());
+    app.ok(&["uninstall", "--agent", "codex", "--daemon", "none"]);
+    assert!(!file.exists(), "install created it; uninstall removed it");
+    // Codex has one hooks.json: another scope is refused, naming the field.
+    let o = app.run(&["install", "--agent", "codex", "--scope", "project"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("scope:"));
+}

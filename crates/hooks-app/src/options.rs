@@ -51,6 +51,15 @@ pub enum HookTrigger {
     SessionEnd,
 }
 
+/// Which agent's hook configuration `install` and `uninstall` edit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Agent {
+    /// Claude Code's `settings.json` (of the scope).
+    Claude,
+    /// OpenAI Codex's `$CODEX_HOME/hooks.json`.
+    Codex,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Transport {
     Command,

@@ -2,10 +2,13 @@
 
 use clap::Args;
 
-use crate::options::{DaemonMode, Deliver, LogFormat, Scope, Transport, Trigger};
+use crate::options::{Agent, DaemonMode, Deliver, LogFormat, Scope, Transport, Trigger};
 
 #[derive(Debug, Args)]
 pub struct InstallArgs {
+    /// Whose hooks: Claude Code's settings, or Codex's hooks.json ($CODEX_HOME)
+    #[arg(long, value_enum, default_value_t = Agent::Claude)]
+    pub agent: Agent,
     #[arg(long, value_enum, default_value_t = Scope::User)]
     pub scope: Scope,
     #[arg(long, value_enum, default_value_t = Trigger::Stop)]
@@ -38,6 +41,9 @@ pub struct InstallArgs {
 
 #[derive(Debug, Args)]
 pub struct UninstallArgs {
+    /// Whose hooks: Claude Code's settings, or Codex's hooks.json ($CODEX_HOME)
+    #[arg(long, value_enum, default_value_t = Agent::Claude)]
+    pub agent: Agent,
     #[arg(long, value_enum, default_value_t = Scope::User)]
     pub scope: Scope,
     /// `service` also removes the systemd / launchd unit

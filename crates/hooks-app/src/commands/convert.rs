@@ -51,6 +51,7 @@ pub fn serve(a: &ServeArgs) -> ServeOptions {
 
 pub fn install(a: &InstallArgs) -> InstallOptions {
     InstallOptions {
+        agent: a.agent,
         scope: a.scope,
         trigger: a.trigger,
         daemon: a.daemon,
@@ -68,6 +69,7 @@ pub fn install(a: &InstallArgs) -> InstallOptions {
 
 pub fn uninstall(a: &UninstallArgs) -> UninstallOptions {
     UninstallOptions {
+        agent: a.agent,
         scope: a.scope,
         daemon: a.daemon,
         dry_run: a.dry_run,

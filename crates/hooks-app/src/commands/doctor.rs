@@ -183,6 +183,36 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         }
     });
 
+    // Codex skips a hook nobody trusted, without a word.
+    let codex_hooks = install::codex_hooks_path(ctx);
+    if installed.iter().any(|(p, _)| *p == codex_hooks) {
+        checks.push(if install::codex_trusted(ctx) {
+            Check {
+                name: "codex hook trusted",
+                ok: true,
+                detail: format!(
+                    "{} trusts the Stop entry of {}",
+                    ctx.codex_home.join("config.toml").display(),
+                    codex_hooks.display()
+                ),
+                fix: None,
+            }
+        } else {
+            Check {
+                name: "codex hook trusted",
+                ok: false,
+                detail: format!(
+                    "Codex has not trusted the entry in {}: it skips it, and no Codex conversation is followed up",
+                    codex_hooks.display()
+                ),
+                fix: Some(
+                    "start `codex` once and choose \"Trust all and continue\" at \"Hooks need review\""
+                        .into(),
+                ),
+            }
+        });
+    }
+
     // An http hook loses every event while no daemon listens where it posts.
     let http_hooks = install::installed_http_urls(ctx);
     if !http_hooks.is_empty() {

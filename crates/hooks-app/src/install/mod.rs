@@ -1,4 +1,5 @@
-//! `install` / `uninstall`: the `claude-hook` entries in Claude Code's `settings.json`.
+//! `install` / `uninstall`: the `claude-hook` entries in Claude Code's `settings.json`, or
+//! with `--agent codex` in Codex's `$CODEX_HOME/hooks.json` (Stop and SessionEnd).
 //!
 //! The file is edited as text (`hooks_claude_code::jsonedit`, with this app's handlers
 //! recognised and placed by `hooks_claude_code::settings`): install inserts its entries and the
@@ -15,7 +16,7 @@
 
 use serde_json::Value;
 
-use crate::options::{DaemonMode, Scope, Transport, Trigger};
+use crate::options::{Agent, DaemonMode, Scope, Transport, Trigger};
 use hooks_claude_code::jsonedit;
 use hooks_claude_code::settings::*;
 
@@ -43,9 +44,74 @@ pub fn settings_path(ctx: &Context, scope: Scope) -> std::path::PathBuf {
     hooks_claude_code::files::settings_path(&places(ctx), scope.into())
 }
 
-/// The settings files that hold this app's handlers, with their events.
+/// Codex's hook configuration: `$CODEX_HOME/hooks.json`. Its shape is Claude Code's
+/// `hooks` object (`{"hooks": {"Stop": [{"hooks": [handler]}]}}`), so the same text edits
+/// put this app's entries in and take them out byte for byte.
+pub fn codex_hooks_path(ctx: &Context) -> std::path::PathBuf {
+    ctx.codex_home.join("hooks.json")
+}
+
+/// The events of Codex's hooks.json that hold this app's handlers (none: not installed).
+fn codex_installed(ctx: &Context) -> Vec<String> {
+    let Ok(map) = hooks_claude_code::files::read_settings(&codex_hooks_path(ctx)) else {
+        return Vec::new();
+    };
+    let Some(Value::Object(hooks)) = map.get("hooks") else {
+        return Vec::new();
+    };
+    hooks
+        .iter()
+        .filter(|(_, groups)| {
+            groups.as_array().into_iter().flatten().any(|g| {
+                g.get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(is_ours)
+            })
+        })
+        .map(|(ev, _)| ev.clone())
+        .collect()
+}
+
+/// Whether Codex trusts the Stop entry `install` put in its hooks.json: Codex runs a hook
+/// only once a person trusted it (its TUI's "Trust all"), recorded in `config.toml` as
+/// `[hooks.state."<hooks.json>:stop:…"] trusted_hash = …`.
+pub fn codex_trusted(ctx: &Context) -> bool {
+    let config = ctx.codex_home.join("config.toml");
+    let Ok(text) = std::fs::read_to_string(config) else {
+        return false;
+    };
+    let header = format!("[hooks.state.\"{}:stop:", codex_hooks_path(ctx).display());
+    text.split(&header).skip(1).any(|rest| {
+        rest.lines()
+            .skip(1)
+            .take_while(|l| !l.trim_start().starts_with('['))
+            .any(|l| l.trim_start().starts_with("trusted_hash"))
+    })
+}
+
+/// The settings files that hold this app's handlers, with their events: Claude Code's,
+/// and Codex's hooks.json.
 pub fn installed_in(ctx: &Context) -> Vec<(std::path::PathBuf, Vec<String>)> {
-    hooks_claude_code::files::installed_in(&places(ctx))
+    let mut found = hooks_claude_code::files::installed_in(&places(ctx));
+    let codex = codex_installed(ctx);
+    if !codex.is_empty() {
+        found.push((codex_hooks_path(ctx), codex));
+    }
+    found
+}
+
+/// The file `install` and `uninstall` edit for `agent` in `scope`. Codex has one, its
+/// user's: another scope is refused.
+fn hook_file(ctx: &Context, agent: Agent, scope: Scope) -> AppResult<std::path::PathBuf> {
+    match agent {
+        Agent::Claude => Ok(settings_path(ctx, scope)),
+        Agent::Codex if scope == Scope::User => Ok(codex_hooks_path(ctx)),
+        Agent::Codex => Err(AppError::invalid(
+            "scope: Codex's hooks are the user's ($CODEX_HOME/hooks.json): use --scope user",
+        )),
+    }
 }
 
 /// The URLs this app's `http` hooks post to, with the file each is in.
@@ -73,7 +139,12 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
 }
 
 pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
-    let path = settings_path(ctx, a.scope);
+    let path = hook_file(ctx, a.agent, a.scope)?;
+    if a.agent == Agent::Codex && a.transport != Transport::Command {
+        return Err(AppError::invalid(
+            "transport: Codex runs command hooks; --transport http is for Claude Code",
+        ));
+    }
     let s = load(&path)?;
     let http_base = match a.transport {
         Transport::Command => None,
@@ -113,8 +184,11 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
         wanted.push(("SessionEnd", handler(false)?));
     }
     // A turn stopped by a usage limit or an outage: what the conversation-failed hooks
-    // follow up. Claude Code ignores this hook's output and exit code.
-    wanted.push(("StopFailure", handler(false)?));
+    // follow up. Claude Code ignores this hook's output and exit code. Codex has no such
+    // event.
+    if a.agent == Agent::Claude {
+        wanted.push(("StopFailure", handler(false)?));
+    }
     let mut expected = s.map.clone();
     strip_ours(&mut expected);
     for (ev, h) in &wanted {
@@ -173,6 +247,12 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
             ctx.data_dir.join(hooks_http::HOOK_TOKEN_FILE).display()
         );
     }
+    if a.agent == Agent::Codex && !a.dry_run && !codex_trusted(ctx) {
+        crate::say!(
+            "Codex runs a hook only once you trust it: start `codex` once and choose \"Trust all \
+             and continue\" when it says \"Hooks need review\" (`hooks-app doctor` checks it)"
+        );
+    }
     if a.scope == Scope::Project && !a.dry_run {
         crate::say!(
             "the command is portable: `hooks-app` from PATH, and a quiet no-op where it is not installed; \
@@ -192,7 +272,7 @@ fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
 }
 
 pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
-    let path = settings_path(ctx, a.scope);
+    let path = hook_file(ctx, a.agent, a.scope)?;
     let s = load(&path)?;
     let Some(original) = s.text.clone() else {
         crate::say!(

@@ -1,10 +1,12 @@
 //! What `install` and `uninstall` are asked, as the commands give it.
 
-use crate::options::{DaemonMode, Scope, Transport, Trigger};
+use crate::options::{Agent, DaemonMode, Scope, Transport, Trigger};
 
 /// What `install` is asked (the commands make it from the command line).
 #[derive(Debug, Clone)]
 pub struct InstallOptions {
+    /// Whose hook configuration is edited.
+    pub agent: Agent,
     pub scope: Scope,
     pub trigger: Trigger,
     /// `None`: as set before (else on demand).
@@ -21,6 +23,8 @@ pub struct InstallOptions {
 /// What `uninstall` is asked.
 #[derive(Debug, Clone)]
 pub struct UninstallOptions {
+    /// Whose hook configuration is edited.
+    pub agent: Agent,
     pub scope: Scope,
     pub daemon: Option<DaemonMode>,
     pub dry_run: bool,
