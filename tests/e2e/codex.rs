@@ -10,14 +10,27 @@ use hooks_testkit::codex::{CodexEnv, MockResponses, codex_bin};
 
 use crate::support::*;
 
-#[test]
-fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
+/// A user of both agents: a mock Responses API whose replies end `COMPLETED`, a scratch
+/// Codex home, and hooks-app initialised with post-task due at once; every hooks-app
+/// process sees Codex's folder and key.
+fn codex_user() -> (MockResponses, CodexEnv, App) {
     let api = MockResponses::start();
     api.set_final_line(Some("COMPLETED"));
     let cx = CodexEnv::new(&api);
     let app = App::fake();
     app.ok(&["init"]);
     app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
+    for (k, v) in cx.vars() {
+        if k != "HOME" {
+            app.env.set_var(&k, &v);
+        }
+    }
+    (api, cx, app)
+}
+
+#[test]
+fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
+    let (_api, cx, app) = codex_user();
     // Codex's Stop hook calls hooks-app as install writes it for Claude Code.
     std::fs::write(
         cx.codex_home().join("hooks.json"),
@@ -27,11 +40,6 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
         .to_string(),
     )
     .unwrap();
-    for (k, v) in cx.vars() {
-        if k != "HOME" {
-            app.env.set_var(&k, &v);
-        }
-    }
     // The person's conversation; the hook trusted for this run (a person trusts it once in
     // Codex's TUI).
     let out = Command::new(codex_bin())
@@ -97,17 +105,7 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
 /// waits while the TUI holds the thread, and runs once after the person quits.
 #[test]
 fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
-    let api = MockResponses::start();
-    api.set_final_line(Some("COMPLETED"));
-    let cx = CodexEnv::new(&api);
-    let app = App::fake();
-    app.ok(&["init"]);
-    app.ok(&["hooks", "update", "post-task", "--delay", "0"]);
-    for (k, v) in cx.vars() {
-        if k != "HOME" {
-            app.env.set_var(&k, &v);
-        }
-    }
+    let (_api, cx, app) = codex_user();
     let thread = cx.new_conversation("build the feature SAY_DONE");
     let rollout = cx.rollout(&thread).expect("the rollout");
     app.ok(&[
@@ -198,15 +196,7 @@ fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
 /// and `uninstall --agent codex` gives the file back byte for byte.
 #[test]
 fn install_for_codex_edits_its_hooks_json_in_place_and_uninstall_gives_it_back() {
-    let api = MockResponses::start();
-    let cx = CodexEnv::new(&api);
-    let app = App::fake();
-    app.ok(&["init"]);
-    for (k, v) in cx.vars() {
-        if k != "HOME" {
-            app.env.set_var(&k, &v);
-        }
-    }
+    let (_api, cx, app) = codex_user();
     // The person's own hooks.json, in their own style.
     let file = cx.codex_home().join("hooks.json");
     let mine = "{\n    \"hooks\": {\n        \"PreToolUse\": [ { \"hooks\": [ { \"type\": \"command\", \"command\": \"true\" } ] } ]\n    }\n}\n";

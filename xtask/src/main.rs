@@ -169,48 +169,19 @@ fn deps() -> Result<(), String> {
 }
 
 fn install_codex() -> Result<(), String> {
-    let dir = root().join(format!("target/test-deps/codex-{CODEX_VERSION}"));
-    let bin = dir.join("node_modules/.bin/codex");
-    let version = |b: &Path| {
-        Command::new(b)
-            .arg("--version")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .unwrap_or_default()
-    };
-    if !version(&bin).contains(CODEX_VERSION) {
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        step(
-            &format!("npm install @openai/codex@{CODEX_VERSION}"),
-            Command::new("npm")
-                .args([
-                    "install",
-                    "--no-audit",
-                    "--no-fund",
-                    "--loglevel=error",
-                    "--prefix",
-                ])
-                .arg(&dir)
-                .arg(format!("@openai/codex@{CODEX_VERSION}")),
-        )
-        .map_err(|e| format!("{e}: the Codex tests need the real CLI from the npm registry"))?;
-    }
-    let v = version(&bin);
-    if !v.contains(CODEX_VERSION) {
-        return Err(format!(
-            "{} reports {v:?}, not {CODEX_VERSION}",
-            bin.display()
-        ));
-    }
-    eprintln!("xtask: {v} at {}", bin.display());
-    Ok(())
+    install_cli("@openai/codex", CODEX_VERSION, "codex", "codex")
 }
 
 fn install_claude(want: &str) -> Result<(), String> {
-    let dir = root().join(format!("target/test-deps/claude-code-{want}"));
-    let bin = dir.join("node_modules/.bin/claude");
-    let version = |b: &Path| {
+    install_cli("@anthropic-ai/claude-code", want, "claude-code", "claude")
+}
+
+/// Installs `package@version` from npm into `target/test-deps/<folder>-<version>` (where
+/// hooks-testkit looks) unless its `bin` already reports that version.
+fn install_cli(package: &str, version: &str, folder: &str, bin: &str) -> Result<(), String> {
+    let dir = root().join(format!("target/test-deps/{folder}-{version}"));
+    let bin = dir.join("node_modules/.bin").join(bin);
+    let reported = |b: &Path| {
         Command::new(b)
             .arg("--version")
             .env("DISABLE_AUTOUPDATER", "1")
@@ -219,10 +190,10 @@ fn install_claude(want: &str) -> Result<(), String> {
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
             .unwrap_or_default()
     };
-    if !version(&bin).starts_with(want) {
+    if !reported(&bin).contains(version) {
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         step(
-            &format!("npm install @anthropic-ai/claude-code@{want}"),
+            &format!("npm install {package}@{version}"),
             Command::new("npm")
                 .args([
                     "install",
@@ -232,17 +203,15 @@ fn install_claude(want: &str) -> Result<(), String> {
                     "--prefix",
                 ])
                 .arg(&dir)
-                .arg(format!("@anthropic-ai/claude-code@{want}")),
+                .arg(format!("{package}@{version}")),
         )
-        .map_err(|e| {
-            format!("{e}: the end-to-end tests need the real CLI from the npm registry")
-        })?;
+        .map_err(|e| format!("{e}: the tests need the real CLI from the npm registry"))?;
     }
-    let v = version(&bin);
-    if !v.starts_with(want) {
-        return Err(format!("{} reports {v:?}, not {want}", bin.display()));
+    let v = reported(&bin);
+    if !v.contains(version) {
+        return Err(format!("{} reports {v:?}, not {version}", bin.display()));
     }
-    eprintln!("xtask: claude {v} at {}", bin.display());
+    eprintln!("xtask: {v} at {}", bin.display());
     Ok(())
 }
 

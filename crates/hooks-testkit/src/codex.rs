@@ -9,7 +9,7 @@
 //! `SAY_COMPLETED`, else the configured final line. While a rate limit is set it answers
 //! `429` as OpenAI's API does.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -140,24 +140,8 @@ impl Drop for MockResponses {
 }
 
 fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
-    let mut reader = BufReader::new(conn.try_clone()?);
+    let (_, request_line, body) = crate::mock::read_request(&conn)?;
     let mut w = conn;
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    let mut len = 0usize;
-    loop {
-        let mut h = String::new();
-        if reader.read_line(&mut h)? == 0 || h == "\r\n" || h == "\n" {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':')
-            && k.eq_ignore_ascii_case("content-length")
-        {
-            len = v.trim().parse().unwrap_or(0);
-        }
-    }
-    let mut body = vec![0u8; len];
-    reader.read_exact(&mut body)?;
     if !request_line.starts_with("POST ") || !request_line.contains("/responses") {
         let b = "{}";
         write!(

@@ -143,9 +143,12 @@ impl Drop for MockApi {
     }
 }
 
-fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
+/// One HTTP/1.1 request read from `conn`: the reader (for what follows), its request line
+/// and its body (by `content-length`).
+pub(crate) fn read_request(
+    conn: &TcpStream,
+) -> std::io::Result<(BufReader<TcpStream>, String, Vec<u8>)> {
     let mut reader = BufReader::new(conn.try_clone()?);
-    let mut w = conn;
     let mut request_line = String::new();
     reader.read_line(&mut request_line)?;
     let mut len = 0usize;
@@ -162,6 +165,12 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     }
     let mut body = vec![0u8; len];
     reader.read_exact(&mut body)?;
+    Ok((reader, request_line, body))
+}
+
+fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
+    let (mut reader, request_line, body) = read_request(&conn)?;
+    let mut w = conn;
     let mut parts = request_line.split_whitespace();
     let method = parts.next().unwrap_or("");
     let path = parts.next().unwrap_or("");
