@@ -85,6 +85,7 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
         r["model"], "gpt-5.5",
         "the model read from the rollout: {r}"
     );
+    assert_eq!(app.json(&["session", &thread])["agent"], "codex");
     assert_eq!(r["usage"]["outputTokens"], 50, "the turn's own tokens: {r}");
     assert_eq!(r["usage"]["cacheReadInputTokens"], 200, "{r}");
     // The same thread, resumed with the hook's prompt: its rollout holds the follow-up.

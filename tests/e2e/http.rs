@@ -633,7 +633,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
     assert!(
         p.body.contains("id=\"session\"")
             && p.body.contains("s-look")
-            && p.body.contains("not open in any claude process")
+            && p.body.contains("not open (no agent process holds it)")
             && !p.body.contains("{\""),
         "{}",
         p.body

@@ -196,11 +196,12 @@ pub fn session(r: &hooks_core::lookup::SessionReport) -> Value {
         "subagent": known_subagent.then(|| facts.is_subagent()),
         "contextTokens": t.and_then(|t| t.context_tokens),
         "model": t.and_then(|t| t.model.clone()),
+        "agent": t.map(|t| t.agent.clone().unwrap_or_else(|| "claude".to_owned())),
         "estimates": estimates,
         "lastChange": t.and_then(|t| t.last_change).map(stamp::format),
         "origin": facts.state.origin.map(hooks_core::Origin::as_str),
         "stamps": facts.state.stamps.iter().map(|(k, v)| (k.to_string(), Value::from(stamp::format(*v)))).collect::<Map<_, _>>(),
-        "openIn": facts.open.as_ref().map(|o| json!({"pid": o.pid, "kind": o.kind, "status": o.status})),
+        "openIn": facts.open.as_ref().map(|o| json!({"agent": o.agent, "pid": o.pid, "kind": o.kind, "status": o.status})),
         "lease": lease,
         "pending": r.pending.iter().map(|p| json!({
             "hookId": p.hook_id.as_str(),

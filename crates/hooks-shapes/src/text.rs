@@ -60,6 +60,7 @@ pub fn session_lines(r: &hooks_core::lookup::SessionReport) -> Vec<(&'static str
         ("subagent", "subagent"),
         ("contextTokens", "context tokens"),
         ("model", "model"),
+        ("agent", "agent"),
         ("lastChange", "last change"),
         ("origin", "origin"),
     ] {
@@ -89,7 +90,7 @@ pub fn session_lines(r: &hooks_core::lookup::SessionReport) -> Vec<(&'static str
         "conversation",
         match &facts.open {
             Some(o) => format!("open in {}, {o}", o.agent),
-            None => "not open in any claude process".to_owned(),
+            None => "not open (no agent process holds it)".to_owned(),
         },
     ));
     if let Some(l) = &facts.lease {
