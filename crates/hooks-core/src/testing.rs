@@ -4,7 +4,8 @@
 //!   (they share [`crate::queue`] with the real stores);
 //! - [`ManualClock`], [`ScriptedRunner`], [`StaticPrompts`]: deterministic time, runs and
 //!   prompt files;
-//! - [`contract`]: the behaviour every [`HookStore`] adapter must show.
+//! - [`contract`]: the behaviour every [`HookStore`] adapter must show;
+//! - [`runner_contract`]: the behaviour every [`Runner`] adapter must show.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -640,3 +641,4 @@ impl PromptSource for StaticPrompts {
 }
 
 pub mod contract;
+pub mod runner_contract;

@@ -1,6 +1,8 @@
 //! The runner against the real `claude` CLI on a loopback mock API, and against small fake
 //! scripts for what the real CLI won't do on demand.
 
+/// The runner contract, one test a rule.
+mod contract;
 mod fake;
 mod real;
 
