@@ -3,7 +3,8 @@
 //! - [`ScriptRunner`]: a runner that hands each follow-up to a program of the team's (an
 //!   agent of its own, a script): the prompt on its standard input, in the conversation's
 //!   project folder, in a process group of its own, ended at the run's timeout. Its reply
-//!   is its standard output; a last line `COMPLETED` marks the follow-up complete.
+//!   is its standard output; a last line `COMPLETED` marks the follow-up complete; exit 75
+//!   says its agent was rate limited.
 //! - [`memory_store`]: the store kept in this process's memory (the core's reference
 //!   in-memory store): for a one-process tool or tests. Its tests hold it to the store
 //!   contract, as any store must be.
@@ -20,6 +21,9 @@ use hooks_core::prompt::RunOptions;
 use hooks_core::testing::{InMemorySessions, InMemoryStore};
 use hooks_core::{FOLLOW_UP_ENV, ProcessRef, RunOutcome, Status, ValidationError};
 use tokio::io::AsyncWriteExt;
+
+/// The exit code (`EX_TEMPFAIL`) by which a script says its agent was rate limited.
+pub const RATE_LIMITED_EXIT: i32 = 75;
 
 /// Hands each follow-up to `program`.
 pub struct ScriptRunner {
@@ -112,18 +116,55 @@ impl RunHandle for ScriptRun {
     async fn wait(self: Box<Self>) -> RunOutcome {
         let ScriptRun {
             process: _,
-            child,
+            mut child,
             timeout,
             started,
         } = *self;
-        let group = child.id();
-        let out = tokio::time::timeout(timeout, child.wait_with_output()).await;
-        if let Some(pid) = group.and_then(|p| i32::try_from(p).ok()) {
-            // SAFETY: signals the process group this run's child led, by its id.
-            unsafe {
-                libc::killpg(pid, libc::SIGKILL);
+        let group = child.id().and_then(|p| i32::try_from(p).ok());
+        let end_group = || {
+            if let Some(pid) = group {
+                // SAFETY: signals the process group this run's child led, by its id.
+                unsafe {
+                    libc::killpg(pid, libc::SIGKILL);
+                }
             }
-        }
+        };
+        let read = |r: Option<Box<dyn tokio::io::AsyncRead + Unpin + Send>>| {
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                if let Some(r) = r {
+                    let _ = tokio::io::AsyncReadExt::read_to_end(
+                        &mut tokio::io::AsyncReadExt::take(r, 16 * 1024 * 1024),
+                        &mut buf,
+                    )
+                    .await;
+                }
+                buf
+            })
+        };
+        let stdout = read(child.stdout.take().map(|o| Box::new(o) as _));
+        let stderr = read(child.stderr.take().map(|e| Box::new(e) as _));
+        let status = match tokio::time::timeout(timeout, child.wait()).await {
+            Ok(s) => Ok(s),
+            Err(elapsed) => {
+                // Over its time: the group goes, and the child is reaped before the run
+                // is said to be over.
+                end_group();
+                let _ = child.wait().await;
+                Err(elapsed)
+            }
+        };
+        // What the script left in its group goes with it.
+        end_group();
+        let out = match status {
+            Err(e) => Err(e),
+            Ok(Err(e)) => Ok(Err(e)),
+            Ok(Ok(status)) => Ok(Ok(std::process::Output {
+                status,
+                stdout: stdout.await.unwrap_or_default(),
+                stderr: stderr.await.unwrap_or_default(),
+            })),
+        };
         let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         match out {
             Err(_) => RunOutcome {
@@ -138,6 +179,15 @@ impl RunHandle for ScriptRun {
                 status: Some(Status::error(format!(
                     "the script could not be waited for: {e}"
                 ))),
+                duration_ms,
+                ..RunOutcome::default()
+            },
+            // EX_TEMPFAIL: the script's agent was refused by a rate limit; the entry goes
+            // back to the queue until it resets, as Claude's 429 does.
+            Ok(Ok(out)) if out.status.code() == Some(RATE_LIMITED_EXIT) => RunOutcome {
+                status: Some(Status::error("rate limited (the script exited 75)")),
+                exit_code: out.status.code(),
+                api_error_status: Some(429),
                 duration_ms,
                 ..RunOutcome::default()
             },

@@ -162,7 +162,7 @@ fn the_command_line_knows_the_added_adapters_by_name() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&o.stderr)
-            .contains("runner: must be one of claude, webhook, script"),
+            .contains("runner: must be one of claude, codex, webhook, script"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
