@@ -29,10 +29,30 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
     ),
     // Test support: no production crate.
     ("hooks-testkit", &[]),
-    // The composition root: everything but the test support.
+    // The composition root, the daemon and the hook entry point: everything but the test
+    // support; the command line's crate adds the clap types and the commands over it.
+    (
+        "hooks-runtime",
+        &[
+            "hooks-core",
+            "hooks-platform",
+            "hooks-claude-code",
+            "hooks-shapes",
+            "hooks-http",
+            "hooks-prompts",
+            "hooks-alerts",
+            "hooks-store-json",
+            "hooks-store-postgres",
+            "hooks-meta",
+            "hooks-runner-claude",
+            "hooks-runner-codex",
+            "hooks-runner-webhook",
+        ],
+    ),
     (
         "hooks-app",
         &[
+            "hooks-runtime",
             "hooks-core",
             "hooks-platform",
             "hooks-claude-code",

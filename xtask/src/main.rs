@@ -278,6 +278,7 @@ fn layering() -> Result<(), String> {
         "hooks-http",
         "hooks-prompts",
         "hooks-alerts",
+        "hooks-runtime",
         "hooks-app",
     ] {
         if tree(pkg)?
@@ -290,7 +291,6 @@ fn layering() -> Result<(), String> {
         }
     }
     // Only the composition root names adapters: the rest of the app works through ports.
-    let app_src = root().join("crates/hooks-app/src");
     let adapter_names = [
         "hooks_store_json",
         "hooks_store_postgres",
@@ -305,7 +305,7 @@ fn layering() -> Result<(), String> {
         "WebhookRunner",
     ];
     let mut naming = Vec::new();
-    for (module, text) in modules::read_crate(&app_src)? {
+    for (module, text) in modules::read_app(&root())? {
         if module == "compose" || module.starts_with("compose::") || module.starts_with("compose/")
         {
             continue;
@@ -322,7 +322,7 @@ fn layering() -> Result<(), String> {
     }
     // The clap types are the command line's own: only the commands (and the crate root,
     // which parses the line) name them; the rest takes options the commands convert.
-    let naming_cli = modules::naming_clap(&modules::read_crate(&app_src)?);
+    let naming_cli = modules::naming_clap(&modules::read_app(&root())?);
     if !naming_cli.is_empty() {
         return Err(format!(
             "only hooks-app's commands name the clap types (cli), but {} do",
@@ -330,10 +330,7 @@ fn layering() -> Result<(), String> {
         ));
     }
     // hooks-app's modules keep their layers: nothing names a module above it.
-    let breaches = modules::layer_breaches(
-        &modules::read_crate(&root().join("crates/hooks-app/src"))?,
-        modules::APP_LAYERS,
-    );
+    let breaches = modules::layer_breaches(&modules::read_app(&root())?, modules::APP_LAYERS);
     if !breaches.is_empty() {
         return Err(format!(
             "hooks-app's layers (xtask/src/modules.rs APP_LAYERS):\n  {}",

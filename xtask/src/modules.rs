@@ -17,6 +17,17 @@ pub fn read_crate(src: &Path) -> Result<Files, String> {
     Ok(out)
 }
 
+/// hooks-app's modules as the layers see them: the command line's crate (`hooks-app`: its
+/// commands and clap types) and the library it runs on (`hooks-runtime`: the driving side,
+/// the composition and the leaves), which hooks-app uses under the same names.
+pub fn read_app(root: &Path) -> Result<Files, String> {
+    let mut app = read_crate(&root.join("crates/hooks-app/src"))?;
+    for (m, text) in read_crate(&root.join("crates/hooks-runtime/src"))? {
+        app.entry(m).or_default().push_str(&text);
+    }
+    Ok(app)
+}
+
 fn walk(root: &Path, dir: &Path, out: &mut Files) -> Result<(), String> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
@@ -412,7 +423,7 @@ mod tests {
     #[test]
     fn hooks_app_keeps_its_layers_and_a_leaf_naming_a_command_is_found() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let mut app = read_crate(&root.join("crates/hooks-app/src")).unwrap();
+        let mut app = read_app(root).unwrap();
         assert_eq!(layer_breaches(&app, APP_LAYERS), Vec::<String>::new());
         // At the top: what follows a file's `#[cfg(test)]` is its tests, and not read.
         app.get_mut("output")
@@ -431,7 +442,7 @@ mod tests {
     #[test]
     fn only_the_commands_name_the_clap_types_and_a_planted_use_is_found() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-        let mut app = read_crate(&root.join("crates/hooks-app/src")).unwrap();
+        let mut app = read_app(root).unwrap();
         assert_eq!(naming_clap(&app), Vec::<String>::new());
         app.get_mut("daemon::scheduler")
             .unwrap()

@@ -7,115 +7,66 @@
 
 #![deny(missing_docs)]
 
-mod blocking;
-mod claude_hook;
 mod cli;
 mod commands;
-mod compose;
-mod daemon;
-mod fsutil;
-mod install;
-mod options;
-mod output;
-mod prices;
+
+// hooks-runtime's workings, under the names the commands use.
+use hooks_runtime::{claude_hook, compose, daemon, fsutil, install, options, output, prices, say};
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use hooks_core::ValidationError;
-use hooks_core::ports::StoreError;
-use hooks_core::service::ServiceError;
 
-pub use compose::{
-    Adapters, BUILT_IN_RUNNERS, BUILT_IN_STORES, Context, RunnerAdapter, RunnerMake, Store,
-    StoreAdapter, StoreOpen,
-};
 pub use hooks_prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
+pub use hooks_runtime::{
+    AppError, AppResult, BUILT_IN_RUNNERS, BUILT_IN_STORES, Context, RunnerAdapter, RunnerMake,
+    Store, StoreAdapter, StoreOpen,
+};
 
-/// A failure, with the exit code it maps to: 1 for a runtime failure, 2 for bad usage or
-/// invalid input.
-#[derive(Debug)]
-pub struct AppError {
-    /// The exit code: 1 or 2.
-    pub code: u8,
-    /// What went wrong, for the person: its first line after `error:`, the rest indented.
-    pub message: String,
-}
+/// The whole app with adapters of a team's own besides the built-in ones: a store chosen as
+/// `--store NAME:ARG`, a runner as `--runner NAME`. A `main.rs` of a few lines:
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use hooks_app::{Adapters, RunnerMake};
+/// # fn my_runner(_: &RunnerMake<'_>) -> Result<Arc<dyn hooks_core::ports::Runner>, String> { unimplemented!() }
+///
+/// fn main() -> std::process::ExitCode {
+///     Adapters::new().runner("mine", my_runner).run()
+/// }
+/// ```
+#[derive(Default, Clone)]
+pub struct Adapters(hooks_runtime::Adapters);
 
-impl AppError {
-    /// A failure at run time (exit 1).
-    pub fn runtime(m: impl Into<String>) -> Self {
-        Self {
-            code: 1,
-            message: m.into(),
-        }
+impl Adapters {
+    /// None besides the built-in ones.
+    pub fn new() -> Self {
+        Self::default()
     }
-    /// Bad usage or invalid input (exit 2), naming the field and the rule.
-    pub fn invalid(m: impl Into<String>) -> Self {
-        Self {
-            code: 2,
-            message: m.into(),
-        }
-    }
-}
 
-impl From<hooks_claude_code::files::FileError> for AppError {
-    fn from(e: hooks_claude_code::files::FileError) -> Self {
-        if e.invalid {
-            AppError::invalid(e.message)
-        } else {
-            AppError::runtime(e.message)
-        }
+    /// Adds a store named `name`, chosen by `--store name:ARG`.
+    ///
+    /// # Panics
+    /// When `name` is not 1 to 32 of `a-z`, `0-9` and `-`, or is a built-in store's.
+    pub fn store(self, name: &str, adapter: impl StoreAdapter + 'static) -> Self {
+        Self(self.0.store(name, adapter))
     }
-}
 
-impl From<hooks_claude_code::settings::EditError> for AppError {
-    fn from(e: hooks_claude_code::settings::EditError) -> Self {
-        AppError::runtime(e.0)
+    /// Adds a runner named `name`, chosen by `--runner name` (`HOOKS_RUNNER=name`).
+    ///
+    /// # Panics
+    /// When `name` is not 1 to 32 of `a-z`, `0-9` and `-`, or is a built-in runner's.
+    pub fn runner(self, name: &str, adapter: impl RunnerAdapter + 'static) -> Self {
+        Self(self.0.runner(name, adapter))
     }
-}
 
-impl From<hooks_core::lookup::SessionLookup> for AppError {
-    fn from(e: hooks_core::lookup::SessionLookup) -> Self {
-        use hooks_core::lookup::SessionLookup;
-        match e {
-            SessionLookup::Invalid(e) => e.into(),
-            SessionLookup::Ambiguous(m) => AppError::invalid(m),
-            SessionLookup::Unknown(m) => AppError::runtime(m),
-            SessionLookup::Failed(e) => e.into(),
-        }
+    /// Runs the whole app, as `hooks-app` does, with these adapters besides the built-in
+    /// ones; returns the process's exit code.
+    pub fn run(self) -> ExitCode {
+        self.0.register();
+        run()
     }
 }
-
-impl From<ValidationError> for AppError {
-    fn from(e: ValidationError) -> Self {
-        AppError::invalid(e.to_string())
-    }
-}
-
-impl From<StoreError> for AppError {
-    fn from(e: StoreError) -> Self {
-        match e {
-            StoreError::HookNotFound(_) | StoreError::Invalid(_) => {
-                AppError::invalid(e.to_string())
-            }
-            other => AppError::runtime(other.to_string()),
-        }
-    }
-}
-
-impl From<ServiceError> for AppError {
-    fn from(e: ServiceError) -> Self {
-        match e {
-            ServiceError::Store(s) => s.into(),
-            ServiceError::Invalid(v) => v.into(),
-            other => AppError::runtime(other.to_string()),
-        }
-    }
-}
-
-/// What the app's functions return.
-pub type AppResult<T = ()> = Result<T, AppError>;
 
 /// Runs the command line with the process's arguments and returns its exit code.
 pub fn run() -> ExitCode {

@@ -2,7 +2,7 @@
 //! line as `--store NAME:ARG` and a runner named as `--runner NAME` (its argument in
 //! `--runner-url`), each registered under its name by a `main.rs` of a few lines:
 //!
-//! ```no_run
+//! ```text
 //! use std::sync::Arc;
 //! use hooks_app::{Adapters, RunnerMake};
 //! # fn my_runner(_: &RunnerMake<'_>) -> Result<Arc<dyn hooks_core::ports::Runner>, String> { unimplemented!() }
@@ -18,7 +18,6 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -173,12 +172,11 @@ impl Adapters {
         self
     }
 
-    /// Runs the whole app, as `hooks-app` does, with these adapters besides the built-in
-    /// ones; returns the process's exit code.
-    pub fn run(self) -> ExitCode {
-        // A second call keeps the first set: one process, one composition.
+    /// Makes these the adapters of this process, besides the built-in ones, for every
+    /// `Context` made from now on (`hooks_app::Adapters::run` does it, then runs the
+    /// command line). A second call keeps the first set: one process, one composition.
+    pub fn register(self) {
         let _ = REGISTERED.set(self);
-        crate::run()
     }
 
     /// The adapters this process was composed with (none for plain `hooks-app`).

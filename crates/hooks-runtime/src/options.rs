@@ -18,9 +18,9 @@ pub enum SummaryBy {
 pub enum Scope {
     /// $CLAUDE_CONFIG_DIR/settings.json, else ~/.claude/settings.json
     User,
-    /// <workspace>/.claude/settings.json, the file a team commits: a portable command
+    /// `<workspace>/.claude/settings.json`, the file a team commits: a portable command
     Project,
-    /// <workspace>/.claude/settings.local.json, Claude Code's personal per-project file
+    /// `<workspace>/.claude/settings.local.json`, Claude Code's personal per-project file
     Local,
 }
 
