@@ -238,10 +238,13 @@ fn install_for_codex_edits_its_hooks_json_in_place_and_uninstall_gives_it_back()
         "{}",
         tui.screen()
     );
-    tui.type_text("2");
-    tui.enter();
     assert!(
-        tui.wait_for(60, "Ask Codex to do anything"),
+        tui.answer(
+            "Trust all and continue",
+            "2",
+            "Ask Codex to do anything",
+            60
+        ),
         "{}",
         tui.screen()
     );

@@ -144,6 +144,27 @@ impl Tui {
         wait_until(5, || self.screen().contains(text));
     }
 
+    /// Answers a menu that shows `question` with `keys` and Enter until the screen shows
+    /// `then`, within `secs`: a TUI may draw a menu before it takes keys, so an answer that
+    /// changed nothing is given again, a second later.
+    pub fn answer(&self, question: &str, keys: &str, then: &str, secs: u64) -> bool {
+        let mut last: Option<std::time::Instant> = None;
+        wait_until(secs, || {
+            let screen = self.screen();
+            if screen.contains(then) {
+                return true;
+            }
+            if screen.contains(question)
+                && last.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1))
+            {
+                tmux(&self.socket, &["send-keys", "-t", "main", "-l", keys]);
+                tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
+                last = Some(std::time::Instant::now());
+            }
+            false
+        })
+    }
+
     /// Presses Enter: sends what the input box holds.
     pub fn enter(&self) {
         tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
