@@ -56,6 +56,7 @@ struct Mutant {
 }
 
 const QUEUE: &str = "crates/hooks-core/src/queue.rs";
+const MODEL: &str = "crates/hooks-core/src/model.rs";
 const MEMORY: &str = "crates/hooks-core/src/testing.rs";
 const JSON: &str = "crates/hooks-store-json/src/lib.rs";
 const JSON_DTO: &str = "crates/hooks-store-json/src/dto.rs";
@@ -137,6 +138,76 @@ const MUTANTS: &[Mutant] = &[
         file: MEMORY,
         from: "lock(&self.0).hooks.insert(hook.id.clone(), hook.clone());",
         to: "let _ = hook;",
+    },
+    Mutant {
+        what: "renew by another owner extends the claim",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: "if let Ok((_, p)) = find_owned(pending, k, owner)\n            && let Some(c) = p.claim.as_mut()",
+        to: "if let Some(p) = pending.iter_mut().find(|p| p.key() == *k)\n            && let Some(c) = p.claim.as_mut()",
+    },
+    Mutant {
+        what: "complete without an owner check",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: "let (i, _) = find_owned(pending, key, owner)?;\n    Ok(pending.remove(i))",
+        to: "let _ = owner;\n    let i = pending.iter().position(|p| p.key() == *key).ok_or_else(|| StoreError::EntryNotFound(key.clone()))?;\n    Ok(pending.remove(i))",
+    },
+    Mutant {
+        what: "a claim that never lapses",
+        suite: Suite::InMemory,
+        file: MODEL,
+        from: "self.claim.as_ref().is_some_and(|c| c.expires_at > now)",
+        to: "self.claim.as_ref().is_some_and(|c| c.expires_at > now || true)",
+    },
+    Mutant {
+        what: "an open-only wake that wakes other waits too",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: "w.open || (!open_only && !w.reason.starts_with(crate::failure::LIMIT_WAIT))",
+        to: "w.open || !w.reason.starts_with(crate::failure::LIMIT_WAIT)",
+    },
+    Mutant {
+        what: "drop_unclaimed taking keys it was not given",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: ".partition(|p| !p.is_claimed(now) && keys.contains(&p.key()));",
+        to: ".partition(|p| !p.is_claimed(now) && !keys.is_empty());",
+    },
+    Mutant {
+        what: "enqueue_event queueing for a disabled hook",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: "let d = decide::decide_enqueue(EnqueueInput {\n            hook,",
+        to: "let on = HookRules { enabled: true, ..hook.clone() };\n        let d = decide::decide_enqueue(EnqueueInput {\n            hook: &on,",
+    },
+    Mutant {
+        what: "set_budget doing nothing",
+        suite: Suite::InMemory,
+        file: MEMORY,
+        from: "lock(&self.0).budget = budget;",
+        to: "let _ = budget;",
+    },
+    Mutant {
+        what: "a stamp that is not test-and-set",
+        suite: Suite::InMemory,
+        file: MEMORY,
+        from: "if let Some(prev) = st.stamps.get(hook) {\n            return Ok(StampResult::Lost { at: *prev });\n        }",
+        to: "let _ = st.stamps.get(hook);",
+    },
+    Mutant {
+        what: "a run lease taken over a live one",
+        suite: Suite::InMemory,
+        file: MEMORY,
+        from: "if let Some(l) = held {\n            return Ok(Begin::Held(l.clone()));\n        }",
+        to: "let _ = &held;",
+    },
+    Mutant {
+        what: "a hook's failure kinds not read back (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "errors: failure_kinds(self.errors.as_ref())?,",
+        to: "errors: failure_kinds(None)?,",
     },
     Mutant {
         what: "release by another owner clears the claim (JSON)",

@@ -166,6 +166,8 @@ pub async fn crud(store: &dyn HookStore) {
         max_lateness: Some(MaxLateness::from_seconds(600).expect("lateness")),
         max_cost: Some(CostCap::from_usd(0.5).expect("cost")),
         deliver: Some(Delivery::Closed),
+        event: Some(Event::ConversationFailed),
+        errors: Some(FailureKinds::new(&["overloaded"]).expect("kinds")),
         ..Default::default()
     };
     let upd = store.update_hook(&h.id, &patch).await.expect("update");
@@ -175,9 +177,19 @@ pub async fn crud(store: &dyn HookStore) {
             upd.enabled,
             upd.max_lateness.seconds(),
             upd.max_cost.usd(),
-            upd.deliver
+            upd.deliver,
+            upd.event,
+            upd.errors.names()
         ),
-        (42, false, 600, Some(0.5), Delivery::Closed),
+        (
+            42,
+            false,
+            600,
+            Some(0.5),
+            Delivery::Closed,
+            Event::ConversationFailed,
+            vec!["overloaded"]
+        ),
         "update applies the patch, every field of it"
     );
     assert_eq!(
