@@ -165,6 +165,24 @@ impl Tui {
         })
     }
 
+    /// Quits with `command` (typed over a cleared input box, then Enter), given again every
+    /// two seconds until the program is gone, within `secs`: a TUI may not take keys yet.
+    pub fn quit_with(&self, command: &str, secs: u64) -> bool {
+        let mut last: Option<std::time::Instant> = None;
+        wait_until(secs, || {
+            if !self.alive() {
+                return true;
+            }
+            if last.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(2)) {
+                tmux(&self.socket, &["send-keys", "-t", "main", "C-u"]);
+                tmux(&self.socket, &["send-keys", "-t", "main", "-l", command]);
+                tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
+                last = Some(std::time::Instant::now());
+            }
+            false
+        })
+    }
+
     /// Presses Enter: sends what the input box holds.
     pub fn enter(&self) {
         tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
