@@ -242,8 +242,17 @@ fn install_for_codex_edits_its_hooks_json_in_place_and_uninstall_gives_it_back()
         "{}",
         tui.screen()
     );
-    let doctor = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
+    let codex = codex_bin();
+    let doctor = String::from_utf8_lossy(
+        &app.run(&["--codex-bin", codex.to_str().unwrap(), "doctor"])
+            .stdout,
+    )
+    .into_owned();
     assert!(doctor.contains("ok   codex hook trusted"), "{doctor}");
+    assert!(
+        doctor.contains("(codex-cli 0.171.0)"),
+        "the program Codex conversations are resumed with: {doctor}"
+    );
     assert!(tui.quit_with("/quit", 30), "{}", tui.screen());
     // The trusted entry runs on a Codex conversation's DONE and queues its follow-up.
     let thread = cx.new_conversation("build the feature SAY_DONE");

@@ -88,44 +88,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             },
         });
     } else if matches!(ctx.runner, crate::compose::RunnerChoice::Codex) {
-        let bin = ctx
-            .codex_bin
-            .clone()
-            .unwrap_or_else(|| std::path::PathBuf::from("codex"));
-        let version = std::process::Command::new(&bin)
-            .arg("--version")
-            .stdin(std::process::Stdio::null())
-            .output();
-        checks.push(match version {
-            Ok(o) if o.status.success() => Check {
-                name: "codex",
-                ok: true,
-                detail: format!(
-                    "{} ({})",
-                    bin.display(),
-                    String::from_utf8_lossy(&o.stdout).trim()
-                ),
-                fix: None,
-            },
-            Ok(o) => Check {
-                name: "codex",
-                ok: false,
-                detail: format!("{} --version failed: {}", bin.display(), o.status),
-                fix: Some(
-                    "npm install -g @openai/codex, or pass --codex-bin PATH (HOOKS_CODEX_BIN)"
-                        .into(),
-                ),
-            },
-            Err(e) => Check {
-                name: "codex",
-                ok: false,
-                detail: format!("{} does not run: {e}", bin.display()),
-                fix: Some(
-                    "npm install -g @openai/codex, or pass --codex-bin PATH (HOOKS_CODEX_BIN)"
-                        .into(),
-                ),
-            },
-        });
+        checks.push(codex_check(ctx));
     } else if let crate::compose::RunnerChoice::Custom { name, .. } = &ctx.runner {
         checks.push(match ctx.runner(std::time::Duration::from_secs(1)) {
             Ok(_) => Check {
@@ -211,6 +174,13 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 ),
             }
         });
+    }
+
+    // Codex conversations are resumed with codex, whatever the runner named.
+    if installed.iter().any(|(p, _)| *p == codex_hooks)
+        && matches!(ctx.runner, crate::compose::RunnerChoice::Claude)
+    {
+        checks.push(codex_check(ctx));
     }
 
     // An http hook loses every event while no daemon listens where it posts.
@@ -628,4 +598,44 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Whether the codex program runs, and its version.
+fn codex_check(ctx: &Context) -> Check {
+    let bin = ctx
+        .codex_bin
+        .clone()
+        .unwrap_or_else(|| std::path::PathBuf::from("codex"));
+    let version = std::process::Command::new(&bin)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    match version {
+        Ok(o) if o.status.success() => Check {
+            name: "codex",
+            ok: true,
+            detail: format!(
+                "{} ({})",
+                bin.display(),
+                String::from_utf8_lossy(&o.stdout).trim()
+            ),
+            fix: None,
+        },
+        Ok(o) => Check {
+            name: "codex",
+            ok: false,
+            detail: format!("{} --version failed: {}", bin.display(), o.status),
+            fix: Some(
+                "npm install -g @openai/codex, or pass --codex-bin PATH (HOOKS_CODEX_BIN)".into(),
+            ),
+        },
+        Err(e) => Check {
+            name: "codex",
+            ok: false,
+            detail: format!("{} does not run: {e}", bin.display()),
+            fix: Some(
+                "npm install -g @openai/codex, or pass --codex-bin PATH (HOOKS_CODEX_BIN)".into(),
+            ),
+        },
+    }
 }
