@@ -19,9 +19,12 @@
 //! - `cargo xtask fuzz-api [SECONDS]`: schemathesis against a real `serve --http` (fuzz.rs).
 //! - `cargo xtask mutants [WHICH]`: plants typical store mistakes one at a time and
 //!   proves the store contract catches each (mutants.rs).
+//! - `cargo xtask api [--bless]`: every publishable crate's public items against the
+//!   recorded baseline in docs/api/ (api.rs); `--bless` records them.
 //! - `cargo xtask man`: writes the man page, `target/man/hooks-app.1`, from the CLI itself.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
 
+mod api;
 mod bench;
 mod deps;
 mod fuzz;
@@ -75,13 +78,14 @@ fn main() -> ExitCode {
         Some("layering") => layering(),
         Some("portability") => portability::run(&root()),
         Some("mutants") => mutants::run(rest.first().copied()),
+        Some("api") => api::run(&root(), rest.first() == Some(&"--bless")),
         Some("bench") => bench::run(&root(), &rest),
         Some("fuzz-api") => fuzz::run(
             &root(),
             rest.first().and_then(|s| s.parse().ok()).unwrap_or(60),
         ),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | mutants [WHICH] | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | mutants [WHICH] | api [--bless] | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
                 .into(),
         ),
     };
@@ -424,6 +428,8 @@ fn ci() -> Result<(), String> {
             ])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    // The public face as recorded: a removal or an addition is seen and reviewed.
+    api::run(&root(), false)?;
     // Every crate a team needs packs as crates.io would take it: versions on every
     // dependency between them, a licence, a readme, keywords and categories.
     step(

@@ -37,6 +37,7 @@ pub fn say_line(text: &str) {
 }
 
 /// `println!` for human-readable output: the text is made `safe`.
+#[doc(hidden)]
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {
