@@ -18,8 +18,10 @@
 //!  "durationMs": 41000, "reply": "Tidied up the branch.\nCOMPLETED"}
 //! ```
 //!
-//! `reply` is the follow-up's last reply, kept in the run log (bounded). Only `status` is
-//! required (`ok`, `error: why`, `skipped: why`). A timeout, a refused or
+//! `reply` is the follow-up's last reply, kept in the run log (bounded); `apiErrorStatus`
+//! the HTTP status of an API error the backend's agent stopped on (429: a rate limit, the
+//! entry waits for its reset), as does a `429` answer of the backend's own. Only `status`
+//! is required (`ok`, `error: why`, `skipped: why`). A timeout, a refused or
 //! broken connection, an answer other than 2xx, a body that is not such an object, or one
 //! over [`MAX_BODY`] each become an `error: …` status that says which; the run is recorded
 //! like any other. A run has no local process, so there is nothing left over to end.
@@ -110,6 +112,10 @@ struct OutcomeBody {
     duration_ms: Option<u64>,
     #[serde(default)]
     reply: Option<String>,
+    /// The HTTP status of the API error the backend's agent stopped on (429: a rate
+    /// limit, requeued until it resets).
+    #[serde(default)]
+    api_error_status: Option<u16>,
 }
 
 #[derive(Deserialize)]
@@ -170,7 +176,7 @@ fn outcome(body: &[u8]) -> RunOutcome {
         s => s,
     };
     RunOutcome {
-        api_error_status: None,
+        api_error_status: o.api_error_status,
         status: Some(status),
         exit_code: o.exit_code,
         completed: o.completed,
@@ -239,10 +245,16 @@ fn post(config: &WebhookConfig, body: Vec<u8>) -> RunOutcome {
         Err(e) => return failed(format!("webhook: could not read the answer: {e}")),
     };
     if !status.is_success() {
-        return failed(format!(
+        let mut o = failed(format!(
             "webhook answered {status}: {}",
             first_line(&String::from_utf8_lossy(&bytes))
         ));
+        // A backend that is rate limited (or whose agent is) says so with a 429: the
+        // follow-up waits for the limit, as Claude's own 429 does.
+        if status.as_u16() == 429 {
+            o.api_error_status = Some(429);
+        }
+        return o;
     }
     outcome(&bytes)
 }
