@@ -14,12 +14,15 @@ use crate::model::{CostCap, Usage, ValidationError};
 /// Prices of one model in US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
+    /// US dollars per million input tokens read anew.
     pub input: f64,
     /// Writing the prompt cache for 5 minutes (what Claude Code writes).
     pub cache_write_5m: f64,
     /// Writing it for an hour.
     pub cache_write_1h: f64,
+    /// US dollars per million input tokens read from the prompt cache.
     pub cache_read: f64,
+    /// US dollars per million output tokens.
     pub output: f64,
 }
 
@@ -62,6 +65,7 @@ impl Price {
 
 /// When the built-in table was taken, and from where.
 pub const PRICES_TAKEN: &str = "2026-12-03";
+/// Where the built-in table's figures come from, and when they were read.
 pub const PRICES_SOURCE: &str = "the model catalogue of Claude Code 2.1.332 (its per-model \
      pricing tiers), checked against the total_cost_usd that Claude Code 2.1.332 computes for \
      each model";
@@ -300,8 +304,11 @@ pub struct Estimate {
     pub model: String,
     /// The conversation's context, written to the cache again.
     pub context_tokens: u64,
+    /// The prompt's tokens: the conversation's context and the follow-up's prompt.
     pub prompt_tokens: u64,
+    /// The output tokens expected.
     pub output_tokens: u64,
+    /// What that comes to, in US dollars.
     pub usd: f64,
     /// How it was priced when the table has no price for the model: from what Claude Code
     /// reported for the model's own runs, or as the dearest of its family, so a cap is
@@ -310,6 +317,7 @@ pub struct Estimate {
 }
 
 impl Estimate {
+    /// An estimate of `prompt_tokens` in and `output_tokens` out at `price`.
     pub fn new(
         model: &str,
         price: &Price,
@@ -351,9 +359,11 @@ impl fmt::Display for Estimate {
 /// What the fire decision knows of a follow-up's cost.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CostView {
+    /// An estimate at the model's price.
     Estimated(Estimate),
     /// The conversation's (or the prompt's) model has no price.
     NoPrice {
+        /// The model no price is known for.
         model: String,
     },
     /// Neither the transcript nor the prompt file names a model.
@@ -417,6 +427,7 @@ pub enum WhenReached {
 }
 
 impl WhenReached {
+    /// From its name; the error names `whenReached`.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         match s.trim() {
             "wait" => Ok(Self::Wait),
@@ -427,6 +438,7 @@ impl WhenReached {
             )),
         }
     }
+    /// Its name.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Wait => "wait",
@@ -438,9 +450,11 @@ impl WhenReached {
 /// A spending limit for the whole store, per calendar day.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Budget {
+    /// The most all follow-ups of a day may cost together.
     pub daily: CostCap,
     /// The zone whose days count (an IANA name); `None`: this machine's local zone.
     pub time_zone: Option<String>,
+    /// What happens to follow-ups once the day's budget is spent.
     pub when_reached: WhenReached,
 }
 
@@ -471,7 +485,9 @@ impl Budget {
 pub struct Day {
     /// The date, as the zone's calendar has it.
     pub date: time::Date,
+    /// When the day begins.
     pub start: crate::stamp::Timestamp,
+    /// When it ends (exclusive).
     pub end: crate::stamp::Timestamp,
 }
 
@@ -489,6 +505,7 @@ impl Day {
         }
     }
 
+    /// Whether `t` is in the day.
     pub fn contains(&self, t: crate::stamp::Timestamp) -> bool {
         self.start <= t && t < self.end
     }
@@ -497,12 +514,15 @@ impl Day {
 /// What the fire decision knows of the store's daily budget.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BudgetView {
+    /// The daily budget, in US dollars.
     pub daily_usd: f64,
     /// What the runs started today cost.
     pub spent_today: f64,
+    /// The day the budget counts now.
     pub today: Day,
     /// The zone, as the user named it (or `local`).
     pub zone: String,
+    /// What happens once it is spent.
     pub when_reached: WhenReached,
 }
 

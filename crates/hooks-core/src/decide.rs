@@ -45,13 +45,20 @@ impl Default for Policy {
 /// Why a hook was not queued for a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
+    /// The hook is switched off.
     Disabled,
+    /// The hook followed this conversation up already.
     AlreadyRan {
+        /// When it did.
         at: Timestamp,
     },
+    /// A conversation a cron job started, and the hook skips those.
     CronSession,
+    /// A subagent's conversation, and the hook skips those.
     Subagent,
+    /// An entry of this hook and conversation is queued already.
     AlreadyPending,
+    /// The hook was deleted.
     HookDeleted,
     /// A `conversation-failed` hook that does not follow up this kind of failure.
     NotItsError(crate::failure::FailureKind),
@@ -76,21 +83,31 @@ impl fmt::Display for SkipReason {
 /// The outcome of the enqueue decision for one hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EnqueueDecision {
-    Queue { due_at: Timestamp },
+    /// Queue it, due then.
+    Queue {
+        /// When it is due.
+        due_at: Timestamp,
+    },
+    /// Do not queue it, for this reason.
     Skip(SkipReason),
 }
 
 /// What the enqueue decision looks at.
 #[derive(Debug, Clone, Copy)]
 pub struct EnqueueInput<'a> {
+    /// The hook's rules.
     pub hook: &'a HookRules,
     /// When this hook already fired for the session, if it did.
     pub stamp: Option<Timestamp>,
+    /// Who started the conversation.
     pub origin: Origin,
+    /// Whether the conversation is a subagent's.
     pub subagent: bool,
+    /// Whether an entry of this hook and conversation is queued already.
     pub already_pending: bool,
     /// The failure, for a `conversation-failed` event.
     pub failure: Option<&'a crate::failure::Failure>,
+    /// Now.
     pub now: Timestamp,
 }
 
@@ -158,6 +175,7 @@ pub const QUIET_WAIT: &str = "conversation still being written to";
 pub enum NotReady {
     /// The transcript changed within the quiet period.
     Active,
+    /// The conversation's transcript is not there (yet).
     TranscriptNotFound,
     /// A cap or a budget needs an estimate, and no model is known for the conversation.
     NoModel,
@@ -200,13 +218,22 @@ pub enum FireDecision {
     Finish(Status),
     /// Put the entry back, due later, using up one retry.
     Retry {
+        /// When to look again.
         due_at: Timestamp,
+        /// The retries counted so far.
         retries: u32,
+        /// What is not ready.
         why: NotReady,
     },
     /// Put the entry back to wait, without using up a retry: the conversation is open in
     /// Claude Code, or another follow-up is running on it.
-    Wait { due_at: Timestamp, waiting: Waiting },
+    /// Put the entry back, due then, saying why it waits.
+    Wait {
+        /// When it is looked at again.
+        due_at: Timestamp,
+        /// Why it waits.
+        waiting: Waiting,
+    },
     /// The session's run lease was left behind by a runner that is gone: record that run
     /// as interrupted and clear the lease, then decide again.
     Recover(Box<RunLease>),
@@ -219,7 +246,9 @@ pub enum FireDecision {
 pub struct FireInput<'a> {
     /// `None` when the hook was deleted.
     pub hook: Option<&'a Hook>,
+    /// The entry claimed.
     pub entry: &'a PendingEntry,
+    /// What is known of its conversation now.
     pub facts: &'a SessionFacts,
     /// This process is running a follow-up on the session.
     pub run_in_progress: bool,
@@ -236,7 +265,9 @@ pub struct FireInput<'a> {
     /// in: delivery is on, the runner can, the prompt asks for no run options, and no
     /// earlier delivery of this entry went untaken.
     pub can_deliver: bool,
+    /// Now.
     pub now: Timestamp,
+    /// The daemon's rules.
     pub policy: Policy,
 }
 

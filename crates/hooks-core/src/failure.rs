@@ -19,19 +19,30 @@ use crate::stamp::{self, Timestamp};
 /// Why Claude Code stopped a turn, as its `StopFailure` hook names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FailureKind {
+    /// The API refused the credentials.
     AuthenticationFailed,
+    /// The organisation does not allow this sign-in.
     OauthOrgNotAllowed,
+    /// The account's billing stopped the turn.
     BillingError,
+    /// A usage or rate limit (429).
     RateLimit,
+    /// The API was overloaded (529).
     Overloaded,
+    /// The API refused the request as invalid.
     InvalidRequest,
+    /// The model is not known to the API.
     ModelNotFound,
+    /// The API failed (5xx).
     ServerError,
+    /// Another failure.
     Unknown,
+    /// The reply hit the output token limit.
     MaxOutputTokens,
 }
 
 impl FailureKind {
+    /// Every kind.
     pub const ALL: [FailureKind; 10] = [
         FailureKind::AuthenticationFailed,
         FailureKind::OauthOrgNotAllowed,
@@ -45,6 +56,7 @@ impl FailureKind {
         FailureKind::MaxOutputTokens,
     ];
 
+    /// Its name, as Claude Code's `StopFailure` input and the `errors` lists write it.
     pub fn as_str(self) -> &'static str {
         match self {
             FailureKind::AuthenticationFailed => "authentication_failed",
@@ -148,12 +160,15 @@ impl FailureKinds {
             .collect();
         Self::new(&names)
     }
+    /// Whether `k` is among them.
     pub fn contains(&self, k: FailureKind) -> bool {
         self.0.contains(&k)
     }
+    /// The kinds, in their order.
     pub fn kinds(&self) -> &[FailureKind] {
         &self.0
     }
+    /// Their names.
     pub fn names(&self) -> Vec<&'static str> {
         self.0.iter().map(|k| k.as_str()).collect()
     }
@@ -169,7 +184,9 @@ impl fmt::Display for FailureKinds {
 /// that could be told.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// What kind of failure.
     pub kind: FailureKind,
+    /// When the limit resets, where the failure said.
     pub resets_at: Option<Timestamp>,
 }
 
@@ -177,7 +194,9 @@ pub struct Failure {
 /// (the hook's `last_assistant_message` and `error_details`, or a run's result).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedTurn {
+    /// What kind of failure stopped the turn.
     pub kind: FailureKind,
+    /// What was said about it (the error text, the last message), where a reset time may be read.
     pub texts: Vec<String>,
 }
 
@@ -260,9 +279,13 @@ pub enum ResetText {
     /// `resets [Dec 7, ]7:20am[ (Zone)]`: a wall-clock time in a zone (`None`: the local
     /// one), on a date or the next time it comes round.
     Wall {
+        /// The day, when the text names one.
         date: Option<(time::Month, u8)>,
+        /// The hour.
         hour: u8,
+        /// The minute.
         minute: u8,
+        /// The time zone the text names, if any.
         zone: Option<String>,
     },
 }

@@ -7,11 +7,14 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{field}: {rule}")]
 pub struct ValidationError {
+    /// The field that broke the rule, as files and the API name it.
     pub field: &'static str,
+    /// The rule, and what was given.
     pub rule: String,
 }
 
 impl ValidationError {
+    /// An error naming `field` and its `rule`.
     pub fn new(field: &'static str, rule: impl Into<String>) -> Self {
         Self {
             field,
@@ -35,6 +38,7 @@ pub(crate) fn describe(s: &str) -> String {
 pub struct SessionId(String);
 
 impl SessionId {
+    /// Checks a session id: 1 to 128 of letters, digits, `-` and `_`.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         const RULE: &str = "must be 1 to 128 of A-Z a-z 0-9 _ - and not start with -";
         let ok = !s.is_empty()
@@ -51,6 +55,7 @@ impl SessionId {
             ))
         }
     }
+    /// As text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -68,6 +73,7 @@ impl fmt::Display for SessionId {
 pub struct HookId(pub(crate) String);
 
 impl HookId {
+    /// Checks a hook id: 1 to 128 of lowercase letters, digits, `-` and `_`, not starting with `-` or `.`.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         let ok = !s.is_empty()
             && s.len() <= 128
@@ -86,6 +92,7 @@ impl HookId {
             ))
         }
     }
+    /// As text.
     pub fn as_str(&self) -> &str {
         &self.0
     }

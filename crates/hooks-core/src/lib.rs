@@ -17,6 +17,8 @@
 //! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
 //! - [`service`]: the application service that composes the ports.
 
+#![deny(missing_docs)]
+
 /// The variable every runner sets in a follow-up's environment, naming its hook: the
 /// agent's own hooks then know a follow-up from a person's turn (hooks-app's `claude-hook`
 /// queues nothing for it, so a follow-up never queues follow-ups), and what a dead run left
@@ -28,18 +30,15 @@ pub mod cost;
 pub mod decide;
 pub mod failure;
 pub mod id;
-#[deny(missing_docs)]
 pub mod live;
 pub mod lookup;
 pub mod model;
-#[deny(missing_docs)]
 pub mod ports;
 pub mod prompt;
 pub mod queue;
 pub mod service;
 pub mod span;
 pub mod stamp;
-#[deny(missing_docs)]
 pub mod store;
 
 #[cfg(any(test, feature = "mocks"))]

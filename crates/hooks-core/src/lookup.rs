@@ -26,9 +26,13 @@ pub enum SessionLookup {
 /// What a follow-up of one enabled hook would cost now, and whether its cap allows it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookEstimate {
+    /// The hook.
     pub hook_id: HookId,
+    /// The estimate in US dollars, when one could be made.
     pub usd: Option<f64>,
+    /// The model it is made for.
     pub model: Option<String>,
+    /// The hook's cap, if it has one.
     pub max_cost_usd: Option<f64>,
     /// The estimate, or why there is none, as a sentence.
     pub text: String,
@@ -39,11 +43,17 @@ pub struct HookEstimate {
 /// What is known about one conversation.
 #[derive(Debug, Clone)]
 pub struct SessionReport {
+    /// The conversation.
     pub session: SessionId,
+    /// What is known of it now.
     pub facts: SessionFacts,
+    /// Its queued entries.
     pub pending: Vec<PendingEntry>,
+    /// What each enabled hook would cost on it.
     pub estimates: Vec<HookEstimate>,
+    /// Its runs, oldest first.
     pub runs: Vec<RunRecord>,
+    /// When the report was made.
     pub now: Timestamp,
 }
 

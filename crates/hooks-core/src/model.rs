@@ -64,11 +64,14 @@ pub fn unique_hook_id(name: &str, taken: impl Fn(&str) -> bool) -> HookId {
 /// marker), or one whose turn Claude Code stopped on an error (`StopFailure`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
+    /// A turn ended with the done marker as its reply's last line.
     ConversationDone,
+    /// A turn stopped by an error (a usage limit, an overload, …).
     ConversationFailed,
 }
 
 impl Event {
+    /// Every event.
     pub const ALL: [Event; 2] = [Event::ConversationDone, Event::ConversationFailed];
 
     /// Empty means `conversation-done`.
@@ -85,6 +88,7 @@ impl Event {
             )),
         }
     }
+    /// Its name, as files, the CLI and the API write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Event::ConversationDone => "conversation-done",
@@ -105,6 +109,7 @@ pub enum Delivery {
 }
 
 impl Delivery {
+    /// Every choice.
     pub const ALL: [Delivery; 2] = [Delivery::Auto, Delivery::Closed];
 
     /// Empty means `auto`.
@@ -118,6 +123,7 @@ impl Delivery {
             )),
         }
     }
+    /// Its name, as files, the CLI and the API write it.
     pub fn as_str(self) -> &'static str {
         match self {
             Delivery::Auto => "auto",
@@ -154,6 +160,7 @@ const DELAY_RULE: &str = "must be a whole number from 0 to 86400 (seconds), or a
 const CAP_RULE: &str = "must be a whole number ≥ 0";
 
 impl Delay {
+    /// From a number of seconds, 0 to 86400; the error names `delaySeconds`.
     pub fn from_seconds(s: i64) -> Result<Self, ValidationError> {
         whole_in("delaySeconds", DELAY_RULE, MAX_DELAY_SECONDS, Ok(s)).map(Self)
     }
@@ -169,9 +176,11 @@ impl Delay {
         };
         whole_in("delaySeconds", DELAY_RULE, MAX_DELAY_SECONDS, secs).map(Self)
     }
+    /// In seconds.
     pub fn seconds(self) -> u32 {
         self.0
     }
+    /// As a length of time.
     pub fn duration(self) -> time::Duration {
         time::Duration::seconds(i64::from(self.0))
     }
@@ -184,6 +193,7 @@ impl Delay {
 pub struct PromptFile(String);
 
 impl PromptFile {
+    /// Checks a prompt file's path: directly in `.claude/agents/hooks/`, ending `.md`.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         let field = "promptFile";
         let rel = s.trim().trim_start_matches('/');
@@ -247,11 +257,14 @@ impl fmt::Display for PromptFile {
 pub struct ContextCap(u32);
 
 impl ContextCap {
+    /// No cap.
     pub const NONE: ContextCap = ContextCap(0);
 
+    /// From thousands of tokens; the error names `maxContextK`.
     pub fn from_k(k: i64) -> Result<Self, ValidationError> {
         whole_in("maxContextK", CAP_RULE, u32::MAX, Ok(k)).map(Self)
     }
+    /// From text, as the CLI and forms give it.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         whole_in(
             "maxContextK",
@@ -261,6 +274,7 @@ impl ContextCap {
         )
         .map(Self)
     }
+    /// In thousands of tokens (0: no cap).
     pub fn k(self) -> u32 {
         self.0
     }
@@ -279,11 +293,14 @@ const LATENESS_RULE: &str =
     "must be a whole number of seconds from 0 to 2592000 (30 days; 0 for no limit)";
 
 impl MaxLateness {
+    /// No limit.
     pub const NONE: MaxLateness = MaxLateness(0);
 
+    /// From a number of seconds; the error names `maxLatenessSeconds`.
     pub fn from_seconds(n: i64) -> Result<Self, ValidationError> {
         whole_in("maxLatenessSeconds", LATENESS_RULE, 2_592_000, Ok(n)).map(Self)
     }
+    /// From text, as the CLI and forms give it.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         whole_in(
             "maxLatenessSeconds",
@@ -293,6 +310,7 @@ impl MaxLateness {
         )
         .map(Self)
     }
+    /// In seconds (0: no limit).
     pub fn seconds(self) -> u32 {
         self.0
     }
@@ -310,8 +328,10 @@ pub struct CostCap(u64);
 const COST_RULE: &str = "must be a number of US dollars from 0 to 10000 (0 for no cap)";
 
 impl CostCap {
+    /// No cap.
     pub const NONE: CostCap = CostCap(0);
 
+    /// From US dollars, 0 to 10000; the error names `maxCostUsd`.
     pub fn from_usd(usd: f64) -> Result<Self, ValidationError> {
         if usd.is_finite() && (0.0..=10_000.0).contains(&usd) {
             let micros = (usd * 1e6).round() as u64;
@@ -333,6 +353,7 @@ impl CostCap {
             ))
         }
     }
+    /// From text, as the CLI and forms give it.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         let t = s.trim().trim_start_matches('$');
         match t.parse::<f64>() {
@@ -364,8 +385,11 @@ pub fn validate_name(name: &str) -> Result<String, ValidationError> {
 /// The outcome of a hook's last decision, in the original's string forms.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
+    /// The follow-up ran and ended well.
     Ok,
+    /// It failed; why.
     Error(String),
+    /// It did not run; why.
     Skipped(String),
     /// The run met a usage limit or an overload and its entry went back to the queue:
     /// not a failure, another attempt comes (`requeued: rate limited, due …`).
@@ -375,12 +399,15 @@ pub enum Status {
 }
 
 impl Status {
+    /// A failure, saying why.
     pub fn error(why: impl Into<String>) -> Self {
         Status::Error(why.into())
     }
+    /// A skip, saying why.
     pub fn skipped(why: impl Into<String>) -> Self {
         Status::Skipped(why.into())
     }
+    /// From its stored form (`ok`, `error: why`, `skipped: why`, …); anything else is kept as it is.
     pub fn parse(s: &str) -> Self {
         if s == "ok" {
             Status::Ok
@@ -394,6 +421,7 @@ impl Status {
             Status::Other(s.to_owned())
         }
     }
+    /// Whether it is [`Status::Ok`].
     pub fn is_ok(&self) -> bool {
         matches!(self, Status::Ok)
     }
@@ -414,11 +442,14 @@ impl fmt::Display for Status {
 /// One firing in a hook's history: when, and which session. `key` is the stored key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HistoryEntry {
+    /// The stored key: when it fired, as a timestamp.
     pub key: String,
+    /// The conversation it followed up.
     pub session: String,
 }
 
 impl HistoryEntry {
+    /// When it fired, if the key is a timestamp.
     pub fn at(&self) -> Option<Timestamp> {
         stamp::parse(&self.key)
     }
@@ -461,12 +492,15 @@ impl History {
             self.0.drain(..excess);
         }
     }
+    /// The firings, oldest first.
     pub fn entries(&self) -> &[HistoryEntry] {
         &self.0
     }
+    /// How many are kept.
     pub fn len(&self) -> usize {
         self.0.len()
     }
+    /// Whether none is.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -475,14 +509,23 @@ impl History {
 /// A hook: what to run, when, and for which conversations.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hook {
+    /// The hook's id: the slug of its name, unique in the store.
     pub id: HookId,
+    /// What people call it.
     pub name: String,
+    /// The event that queues it.
     pub event: Event,
+    /// How long after the event it fires.
     pub delay: Delay,
+    /// The prompt file its follow-up runs.
     pub prompt_file: PromptFile,
+    /// Whether it is queued at all.
     pub enabled: bool,
+    /// Whether conversations a cron job started are passed over.
     pub skip_cron: bool,
+    /// Whether subagents' conversations are passed over.
     pub skip_subagents: bool,
+    /// The largest context it follows up, in thousands of tokens (0: no cap).
     pub max_context: ContextCap,
     /// The most one follow-up may cost, estimated before it starts and enforced by Claude.
     pub max_cost: CostCap,
@@ -492,20 +535,30 @@ pub struct Hook {
     pub errors: FailureKinds,
     /// Whether its follow-up may go into a conversation still open in a TUI.
     pub deliver: Delivery,
+    /// When it was created.
     pub created_at: Option<Timestamp>,
+    /// What its last follow-up came to.
     pub last_status: Option<Status>,
+    /// Its firings, oldest first.
     pub history: History,
 }
 
 /// What the enqueue decision needs of a hook: its rules, without its status or history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HookRules {
+    /// The hook's id: the slug of its name, unique in the store.
     pub id: HookId,
+    /// The event that queues it.
     pub event: Event,
+    /// How long after the event it fires.
     pub delay: Delay,
+    /// Whether it is queued at all.
     pub enabled: bool,
+    /// Whether conversations a cron job started are passed over.
     pub skip_cron: bool,
+    /// Whether subagents' conversations are passed over.
     pub skip_subagents: bool,
+    /// The failures a `conversation-failed` hook follows up.
     pub errors: FailureKinds,
 }
 
@@ -526,17 +579,29 @@ impl From<&Hook> for HookRules {
 /// Everything needed to create a hook; the id is chosen by the store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookSpec {
+    /// What people call it.
     pub name: String,
+    /// The event that queues it.
     pub event: Event,
+    /// How long after the event it fires.
     pub delay: Delay,
+    /// The prompt file its follow-up runs.
     pub prompt_file: PromptFile,
+    /// Whether it is queued at all.
     pub enabled: bool,
+    /// Whether conversations a cron job started are passed over.
     pub skip_cron: bool,
+    /// Whether subagents' conversations are passed over.
     pub skip_subagents: bool,
+    /// The largest context it follows up, in thousands of tokens (0: no cap).
     pub max_context: ContextCap,
+    /// The most one follow-up may cost (0: no cap).
     pub max_cost: CostCap,
+    /// How late past its due time an entry may still fire (0: no limit).
     pub max_lateness: MaxLateness,
+    /// The failures a `conversation-failed` hook follows up.
     pub errors: FailureKinds,
+    /// Whether its follow-up may go into a conversation still open in a TUI.
     pub deliver: Delivery,
 }
 
@@ -651,6 +716,7 @@ impl HookSpec {
         }
     }
 
+    /// The hook this spec makes, with its id, created `now`.
     pub fn into_hook(self, id: HookId, now: Timestamp) -> Hook {
         Hook {
             id,
@@ -694,24 +760,38 @@ pub fn continue_after_limit_id() -> HookId {
 /// A change to a hook: each `Some` field replaces the hook's value.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HookPatch {
+    /// When set, the new value of: what people call it.
     pub name: Option<String>,
+    /// When set, the new value of: the event that queues it.
     pub event: Option<Event>,
+    /// When set, the new value of: how long after the event it fires.
     pub delay: Option<Delay>,
+    /// When set, the new value of: the prompt file its follow-up runs.
     pub prompt_file: Option<PromptFile>,
+    /// When set, the new value of: whether it is queued at all.
     pub enabled: Option<bool>,
+    /// When set, the new value of: whether conversations a cron job started are passed over.
     pub skip_cron: Option<bool>,
+    /// When set, the new value of: whether subagents' conversations are passed over.
     pub skip_subagents: Option<bool>,
+    /// When set, the new value of: the largest context it follows up, in thousands of tokens (0: no cap).
     pub max_context: Option<ContextCap>,
+    /// When set, the new value of: the most one follow-up may cost (0: no cap).
     pub max_cost: Option<CostCap>,
+    /// When set, the new value of: how late past its due time an entry may still fire (0: no limit).
     pub max_lateness: Option<MaxLateness>,
+    /// When set, the new value of: the failures a `conversation-failed` hook follows up.
     pub errors: Option<FailureKinds>,
+    /// When set, the new value of: whether its follow-up may go into a conversation still open in a TUI.
     pub deliver: Option<Delivery>,
 }
 
 impl HookPatch {
+    /// Whether it changes nothing.
     pub fn is_empty(&self) -> bool {
         *self == HookPatch::default()
     }
+    /// Sets on `hook` every field it gives.
     pub fn apply(&self, hook: &mut Hook) {
         if let Some(v) = &self.name {
             hook.name.clone_from(v);
@@ -756,20 +836,25 @@ impl HookPatch {
 /// so a corrupt stamp cannot strand an entry; it is kept as it was until rewritten.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DueAt {
+    /// Due at this time.
     At(Timestamp),
+    /// A stored value that is not a timestamp: due now, kept as it was.
     Unparseable(String),
 }
 
 impl DueAt {
+    /// From its stored form.
     pub fn from_stored(s: &str) -> Self {
         stamp::parse(s).map_or_else(|| DueAt::Unparseable(s.to_owned()), DueAt::At)
     }
+    /// Whether it is due at `now`.
     pub fn is_due(&self, now: Timestamp) -> bool {
         match self {
             DueAt::At(t) => *t <= now,
             DueAt::Unparseable(_) => true,
         }
     }
+    /// The time, when it is one.
     pub fn time(&self) -> Option<Timestamp> {
         match self {
             DueAt::At(t) => Some(*t),
@@ -790,18 +875,26 @@ impl fmt::Display for DueAt {
 /// Who holds a pending entry, and until when. Fields the original module ignores.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claim {
+    /// Who holds it (`host:pid:nonce`).
     pub owner: String,
+    /// When it lapses unless renewed.
     pub expires_at: Timestamp,
 }
 
 /// One queued firing of a hook for a session. (hook, session) is unique in the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingEntry {
+    /// The hook to fire.
     pub hook_id: HookId,
+    /// The conversation to follow up.
     pub session_id: SessionId,
+    /// When it is due.
     pub due_at: DueAt,
+    /// When it was queued.
     pub queued_at: Option<Timestamp>,
+    /// How many times it was retried after a transient failure.
     pub retries: u32,
+    /// The claim of the process firing it, if any.
     pub claim: Option<Claim>,
     /// Why it waits without using up retries (an open conversation, another run).
     pub waiting: Option<Waiting>,
@@ -810,6 +903,7 @@ pub struct PendingEntry {
 }
 
 impl PendingEntry {
+    /// Its (hook, session) key.
     pub fn key(&self) -> EntryKey {
         EntryKey {
             hook_id: self.hook_id.clone(),
@@ -820,6 +914,7 @@ impl PendingEntry {
     pub fn is_claimed(&self, now: Timestamp) -> bool {
         self.claim.as_ref().is_some_and(|c| c.expires_at > now)
     }
+    /// Whether it may be claimed at `now`: due and under no live claim.
     pub fn is_claimable(&self, now: Timestamp) -> bool {
         self.due_at.is_due(now) && !self.is_claimed(now)
     }
@@ -863,7 +958,9 @@ impl PendingEntry {
 /// Names one pending entry.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryKey {
+    /// The hook.
     pub hook_id: HookId,
+    /// The conversation.
     pub session_id: SessionId,
 }
 
@@ -877,11 +974,14 @@ impl fmt::Display for EntryKey {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Origin {
     #[default]
+    /// A person's conversation (the default).
     Interactive,
+    /// A conversation a cron job started (`HOOKS_APP_ORIGIN=cron`).
     Cron,
 }
 
 impl Origin {
+    /// From its name; the error names `origin`.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         match s.trim() {
             "cron" => Ok(Origin::Cron),
@@ -892,6 +992,7 @@ impl Origin {
             )),
         }
     }
+    /// Its name.
     pub fn as_str(self) -> &'static str {
         match self {
             Origin::Interactive => "interactive",
@@ -903,8 +1004,11 @@ impl Origin {
 /// What the app has remembered about a session in its own files.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SessionState {
+    /// The folder the conversation started in, set once.
     pub cwd: Option<String>,
+    /// Where its transcript is.
     pub transcript_path: Option<String>,
+    /// Who started it.
     pub origin: Option<Origin>,
     /// The once-per-hook stamps: when each hook fired for this session.
     pub stamps: BTreeMap<HookId, Timestamp>,
@@ -913,8 +1017,11 @@ pub struct SessionState {
 /// What remembering an event adds to a session's state; `None` leaves a field as it is.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SessionUpdate {
+    /// The conversation's folder, when known (kept only if none is yet).
     pub cwd: Option<String>,
+    /// Its transcript, when known.
     pub transcript_path: Option<String>,
+    /// Who started it, when known.
     pub origin: Option<Origin>,
 }
 
@@ -945,15 +1052,19 @@ impl SessionUpdate {
 /// Facts read from a session's Claude Code transcript.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct TranscriptFacts {
+    /// The transcript's path.
     pub path: String,
+    /// Whether it is a subagent's.
     pub subagent: bool,
     /// input + cache creation + cache read tokens of the last real assistant response.
     pub context_tokens: Option<u64>,
+    /// When the file last changed: the quiet period counts from here.
     pub last_change: Option<Timestamp>,
     /// The folder the conversation was started in: the `cwd` of the transcript's first
     /// line that has one. Later lines carry the shell's folder after the agent's `cd`s,
     /// which say nothing of the project.
     pub cwd: Option<String>,
+    /// The last assistant message's text.
     pub last_assistant_text: Option<String>,
     /// The model that wrote the last real assistant message (`message.model`).
     pub model: Option<String>,
@@ -980,6 +1091,7 @@ impl TranscriptFacts {
 /// Everything the app knows about a session when it decides.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SessionFacts {
+    /// What the store keeps of the session.
     pub state: SessionState,
     /// `None` when no transcript was found.
     pub transcript: Option<TranscriptFacts>,
@@ -1003,6 +1115,7 @@ impl SessionFacts {
                 .as_deref()
                 .is_some_and(is_subagent_path)
     }
+    /// Who started the conversation ([`Origin::Interactive`] when unknown).
     pub fn origin(&self) -> Origin {
         self.state.origin.unwrap_or_default()
     }
@@ -1047,22 +1160,32 @@ pub fn ends_with_marker(text: &str, marker: &str) -> bool {
 /// Token counts of one run, as the CLI reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Usage {
+    /// Input tokens read anew.
     pub input_tokens: Option<u64>,
+    /// Input tokens written to the prompt cache.
     pub cache_creation_input_tokens: Option<u64>,
+    /// Input tokens read from the prompt cache.
     pub cache_read_input_tokens: Option<u64>,
+    /// Output tokens.
     pub output_tokens: Option<u64>,
 }
 
 /// What one run of a follow-up produced. Fields the run did not produce are `None`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunOutcome {
+    /// How it ended.
     pub status: Option<Status>,
+    /// The agent's exit code, when it had a process.
     pub exit_code: Option<i32>,
     /// Whether the reply's last non-empty line was `COMPLETED`.
     pub completed: Option<bool>,
+    /// How many turns it took.
     pub num_turns: Option<u64>,
+    /// What the run cost, in US dollars, as the agent reported it or as priced from its usage.
     pub cost_usd: Option<f64>,
+    /// Its tokens.
     pub usage: Option<Usage>,
+    /// How long it took.
     pub duration_ms: Option<u64>,
     /// The session id the CLI reported.
     pub session_id: Option<String>,
@@ -1104,6 +1227,7 @@ pub fn keep_reply(text: &str) -> String {
 pub const MAX_RUN_COST_USD: f64 = 10_000.0;
 
 impl RunOutcome {
+    /// Its status (an error when none was set).
     pub fn status(&self) -> Status {
         self.status
             .clone()
@@ -1137,16 +1261,21 @@ impl RunOutcome {
 /// ([`fold_runs`]). A record without a `run_id` is a line of an older log, whole in itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
+    /// Names the run: its lines in the run log share it.
     pub run_id: Option<String>,
+    /// The hook it followed up for.
     pub hook_id: HookId,
+    /// The conversation.
     pub session_id: SessionId,
     /// The claim owner of the process that ran it.
     pub owner: Option<String>,
     /// The follow-up's process (the leader of its process group), once started.
     pub process: Option<ProcessRef>,
+    /// When it started.
     pub started_at: Timestamp,
     /// `None` while the run goes on (or if its runner died and nobody has noticed yet).
     pub finished_at: Option<Timestamp>,
+    /// What it came to.
     pub outcome: RunOutcome,
     /// What the run was estimated to cost before it started, where a price was known.
     pub estimated_cost_usd: Option<f64>,
@@ -1224,7 +1353,9 @@ pub fn fold_runs(lines: impl IntoIterator<Item = RunRecord>) -> Vec<RunRecord> {
 /// end and stops there).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunFilter {
+    /// Only this hook's runs.
     pub hook_id: Option<HookId>,
+    /// Only this conversation's runs.
     pub session_id: Option<SessionId>,
     /// The newest N matching runs.
     pub limit: Option<usize>,
@@ -1251,6 +1382,7 @@ impl RunFilter {
             })
     }
 
+    /// Whether `r` passes.
     pub fn matches(&self, r: &RunRecord) -> bool {
         self.hook_id.as_ref().is_none_or(|h| *h == r.hook_id)
             && self.session_id.as_ref().is_none_or(|s| *s == r.session_id)
@@ -1265,6 +1397,7 @@ pub const PAUSE_WAIT: &str = "paused";
 /// while it holds, entries queue and wait, and nothing starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pause {
+    /// When it began.
     pub since: Timestamp,
     /// When it ends by itself; `None` until `unpause`.
     pub until: Option<Timestamp>,

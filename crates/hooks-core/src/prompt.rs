@@ -8,10 +8,15 @@ use crate::model::ValidationError;
 /// The `claude` options a prompt file may set.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunOptions {
+    /// The model to run with (`--model`).
     pub model: Option<String>,
+    /// The permission mode (`--permission-mode`).
     pub permission_mode: Option<String>,
+    /// The most turns (`--max-turns`).
     pub max_turns: Option<u32>,
+    /// The tools allowed (`--allowedTools`).
     pub allowed_tools: Vec<String>,
+    /// Text appended to the system prompt (kept off the command line).
     pub append_system_prompt: Option<String>,
     /// Claude stops a run that spends more than this (the hook's cost cap); not from the
     /// prompt file.
@@ -46,7 +51,9 @@ impl RunOptions {
 /// A parsed prompt file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Prompt {
+    /// The prompt's text, its `{{variables}}` filled once rendered.
     pub body: String,
+    /// How it is to run (its frontmatter's options).
     pub options: RunOptions,
 }
 
@@ -295,12 +302,22 @@ pub const LAST_MESSAGE_CAP: usize = 4096;
 #[non_exhaustive]
 pub enum PromptError {
     #[error("prompt file {file} not found (looked in {looked_in})")]
-    NotFound { file: String, looked_in: String },
+    /// No such file, in the conversation's project or the workspace.
+    NotFound {
+        /// The file asked for.
+        file: String,
+        /// Where it was looked for.
+        looked_in: String,
+    },
     #[error("prompt file {0}")]
+    /// The file could not be read; why.
     Unreadable(String),
     #[error("prompt file {file}: {error}")]
+    /// The file breaks a rule.
     Invalid {
+        /// Which file.
         file: String,
+        /// The rule it breaks.
         error: ValidationError,
     },
     /// The conversation's project has its own prompt file, which the user has not approved
@@ -308,7 +325,13 @@ pub enum PromptError {
     #[error(
         "prompt file {file} is the project's own and waits for approval: review it, then run `hooks-app trust {project}`"
     )]
-    Unapproved { file: String, project: String },
+    /// A project's own prompt file waits for the person's approval (`hooks-app trust`).
+    Unapproved {
+        /// The project's file.
+        file: String,
+        /// The project whose approval it waits for.
+        project: String,
+    },
 }
 
 impl PromptError {

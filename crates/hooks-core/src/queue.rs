@@ -16,13 +16,19 @@ use crate::store::{EnqueueResult, HookRecord, StoreError};
 /// An event to queue hooks for, with what is known of its session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnqueueRequest {
+    /// The conversation.
     pub session: SessionId,
+    /// What happened in it.
     pub event: Event,
+    /// The hooks that followed it up already, and when.
     pub stamps: BTreeMap<HookId, Timestamp>,
+    /// Who started it.
     pub origin: Origin,
+    /// Whether it is a subagent's.
     pub subagent: bool,
     /// What failed, for a `conversation-failed` event.
     pub failure: Option<crate::failure::Failure>,
+    /// Now.
     pub now: Timestamp,
 }
 

@@ -23,10 +23,13 @@ use crate::stamp::Timestamp;
 #[non_exhaustive]
 pub enum ServiceError {
     #[error("store: {0}")]
+    /// The store failed.
     Store(#[from] StoreError),
     #[error("session state: {0}")]
+    /// The session state failed.
     Meta(#[from] MetaError),
     #[error("invalid {0}")]
+    /// An input broke a rule.
     Invalid(#[from] ValidationError),
 }
 
@@ -39,6 +42,7 @@ const RECENT_RUNS: usize = 20;
 /// Settings of the service.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The rules of firing.
     pub policy: Policy,
     /// How long a claim lasts without renewal; a dead owner's entries come back after this.
     /// Run leases last as long.
@@ -54,6 +58,7 @@ pub struct Config {
 }
 
 impl Config {
+    /// The defaults, for the claim owner `owner` (`host:pid:nonce`).
     pub fn new(owner: impl Into<String>) -> Self {
         Self {
             policy: Policy::default(),
@@ -69,18 +74,26 @@ impl Config {
 /// The ports the service drives.
 #[derive(Clone)]
 pub struct Ports {
+    /// Hooks, the queue and the run log.
     pub store: Arc<dyn HookStore>,
+    /// What is known of sessions.
     pub meta: Arc<dyn SessionMeta>,
+    /// What runs follow-ups.
     pub runner: Arc<dyn Runner>,
+    /// Where prompt files come from.
     pub prompts: Arc<dyn PromptSource>,
+    /// The time.
     pub clock: Arc<dyn Clock>,
 }
 
 /// A conversation event coming in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NotifyEvent {
+    /// The conversation.
     pub session: SessionId,
+    /// What happened.
     pub event: Event,
+    /// What the event says of the conversation (its folder, transcript, origin).
     pub update: SessionUpdate,
     /// The event itself says it came from a subagent (a hook input with `agent_id`).
     pub subagent: bool,
@@ -91,13 +104,21 @@ pub struct NotifyEvent {
 /// What notify did for one hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotifyOutcome {
-    Queued { due_at: Timestamp },
+    /// Queued, due then.
+    Queued {
+        /// When it is due.
+        due_at: Timestamp,
+    },
+    /// Not queued, for this reason.
     Skipped(SkipReason),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// What became of one hook on one event.
 pub struct NotifyReport {
+    /// The hook.
     pub hook_id: HookId,
+    /// What became of it.
     pub outcome: NotifyOutcome,
 }
 
@@ -110,23 +131,39 @@ pub enum FireAction {
     Finished(Status),
     /// Not ready; put back, using up a retry.
     Retried {
+        /// When it is looked at again.
         due_at: Timestamp,
+        /// The retries counted so far.
         retries: u32,
+        /// What is not ready.
         why: NotReady,
     },
     /// Put back to wait (the conversation is open, or another run holds the session).
-    Waiting { due_at: Timestamp, waiting: Waiting },
+    /// Put back, due then, saying why it waits.
+    Waiting {
+        /// When it is looked at again.
+        due_at: Timestamp,
+        /// Why it waits.
+        waiting: Waiting,
+    },
     /// The entry's own run had been started by a runner that died; it was recorded so.
     Recovered(Status),
     /// Another process fired it first.
-    LostStamp { at: Timestamp },
+    /// Another process ran it first, at that time.
+    LostStamp {
+        /// When the other process stamped it.
+        at: Timestamp,
+    },
     /// The follow-up ran.
     Ran(Box<RunRecord>),
     /// The follow-up ran into a usage or capacity limit: it is back in the queue, due when
     /// the limit resets (or after a backoff). The run log has the attempt.
     Limited {
+        /// When it is due again.
         due_at: Timestamp,
+        /// Why it waits.
         waiting: Waiting,
+        /// The run that was put back.
         run: Box<RunRecord>,
     },
     /// The claim was lost before the result could be written; the outcome was recorded
@@ -135,8 +172,11 @@ pub enum FireAction {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// What became of one claimed entry.
 pub struct FireReport {
+    /// The entry.
     pub key: EntryKey,
+    /// What became of it.
     pub action: FireAction,
     /// Things the operator should hear about: a lost claim or lease, a run of another
     /// hook found interrupted.
@@ -155,6 +195,7 @@ pub struct RenewReport {
 /// What `hooks run` did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunNow {
+    /// Whether it was queued or found queued.
     pub queued: RunNowQueue,
     /// `--force` removed a stamp.
     pub unstamped: bool,
@@ -163,10 +204,13 @@ pub struct RunNow {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// What `hooks run` did to the queue.
 pub enum RunNowQueue {
+    /// A new entry, due now.
     Queued,
     /// The pair was queued already; `woken` when it waited and is due now.
     AlreadyQueued {
+        /// Whether the waiting entry was made due now.
         woken: bool,
     },
     /// Not queued: this hook followed the conversation up already (and no `force`).
@@ -261,6 +305,7 @@ impl Drop for RunningGuard<'_> {
 }
 
 impl Service {
+    /// The service over `ports`, with `config`.
     pub fn new(ports: Ports, config: Config) -> Self {
         Self {
             ports,
@@ -270,10 +315,12 @@ impl Service {
         }
     }
 
+    /// Its configuration.
     pub fn config(&self) -> &Config {
         &self.config
     }
 
+    /// Now, by its clock.
     pub fn now(&self) -> Timestamp {
         self.ports.clock.now()
     }
@@ -1526,10 +1573,12 @@ impl Service {
         Ok(())
     }
 
+    /// Every hook, in the store's order.
     pub async fn list_hooks(&self) -> Result<Vec<Hook>, ServiceError> {
         Ok(self.ports.store.snapshot().await?.hooks)
     }
 
+    /// The hook `id`; a missing one is an error naming it.
     pub async fn get_hook(&self, id: &HookId) -> Result<Hook, ServiceError> {
         self.ports
             .store
@@ -1561,10 +1610,12 @@ impl Service {
         Ok(self.ports.store.create_hook(spec, self.now()).await?)
     }
 
+    /// Applies `patch` to the hook `id`, checked.
     pub async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, ServiceError> {
         Ok(self.ports.store.update_hook(id, patch).await?)
     }
 
+    /// Switches the hook `id` on or off.
     pub async fn set_enabled(&self, id: &HookId, enabled: bool) -> Result<Hook, ServiceError> {
         self.update_hook(
             id,
@@ -1576,6 +1627,7 @@ impl Service {
         .await
     }
 
+    /// Deletes the hook `id` and its queued entries; returns how many entries went.
     pub async fn delete_hook(&self, id: &HookId) -> Result<usize, ServiceError> {
         Ok(self.ports.store.delete_hook(id).await?)
     }

@@ -30,12 +30,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct ManualClock(Mutex<Timestamp>);
 
 impl ManualClock {
+    /// A clock at `t`.
     pub fn new(t: Timestamp) -> Arc<Self> {
         Arc::new(Self(Mutex::new(t)))
     }
+    /// Moves the clock on by `d`.
     pub fn advance(&self, d: Duration) {
         *lock(&self.0) += d;
     }
+    /// Sets the clock to `t`.
     pub fn set(&self, t: Timestamp) {
         *lock(&self.0) = t;
     }
@@ -61,6 +64,7 @@ struct StoreState {
 pub struct InMemoryStore(Mutex<StoreState>);
 
 impl InMemoryStore {
+    /// An empty store.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
@@ -269,9 +273,11 @@ pub struct InMemoryMeta {
 }
 
 impl InMemoryMeta {
+    /// Nothing known of any session.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
+    /// Sets the transcript facts of `s`.
     pub fn set_transcript(&self, s: &SessionId, facts: TranscriptFacts) {
         lock(&self.transcripts).insert(s.clone(), facts);
     }
@@ -286,9 +292,11 @@ impl InMemoryMeta {
     pub fn owner_gone(&self, owner: &str) {
         lock(&self.gone).push(owner.to_owned());
     }
+    /// The run lease `s` holds, if any.
     pub fn lease(&self, s: &SessionId) -> Option<RunLease> {
         self.sessions.row(s).1
     }
+    /// Puts a lease on `s`, as a run that started elsewhere would.
     pub fn put_lease(&self, s: &SessionId, lease: RunLease) {
         self.sessions.put_lease(s, lease);
     }
@@ -300,6 +308,7 @@ impl InMemoryMeta {
         };
         LeaseInfo { lease, holder }
     }
+    /// The stamps of `s`.
     pub fn stamps(&self, s: &SessionId) -> BTreeMap<HookId, Timestamp> {
         self.sessions.row(s).0.stamps
     }
@@ -389,9 +398,11 @@ impl SessionMeta for InMemoryMeta {
 type SessionRow = (SessionState, Option<RunLease>, Timestamp);
 
 #[derive(Default)]
+/// Sessions' durable state in memory, with the semantics of the real stores.
 pub struct InMemorySessions(Mutex<BTreeMap<SessionId, SessionRow>>);
 
 impl InMemorySessions {
+    /// No session known.
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
@@ -546,6 +557,7 @@ pub struct ScriptedRunner {
 }
 
 impl ScriptedRunner {
+    /// Every run ends well.
     pub fn ok() -> Arc<Self> {
         Self::answering(Ok(RunOutcome {
             status: Some(Status::Ok),
@@ -554,6 +566,7 @@ impl ScriptedRunner {
             ..RunOutcome::default()
         }))
     }
+    /// Every run starts (or fails to) and ends as `outcome` says.
     pub fn answering(outcome: Result<RunOutcome, RunnerError>) -> Arc<Self> {
         Arc::new(Self {
             outcome: Mutex::new(outcome),
@@ -570,9 +583,11 @@ impl ScriptedRunner {
     pub fn set_outcome(&self, outcome: Result<RunOutcome, RunnerError>) {
         *lock(&self.outcome) = outcome;
     }
+    /// The requests it was given, in order.
     pub fn calls(&self) -> Vec<RunRequest> {
         lock(&self.calls).clone()
     }
+    /// How many runs it started.
     pub fn count(&self) -> usize {
         self.count.load(Ordering::SeqCst)
     }
@@ -611,6 +626,7 @@ impl Runner for ScriptedRunner {
 pub struct StaticPrompts(Mutex<HashMap<String, String>>);
 
 impl StaticPrompts {
+    /// A source holding one prompt `file` with `text`.
     pub fn with(file: &str, text: &str) -> Arc<Self> {
         let p = Self::default();
         lock(&p.0).insert(file.to_owned(), text.to_owned());

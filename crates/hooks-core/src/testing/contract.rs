@@ -147,6 +147,7 @@ macro_rules! store_signals_contract {
     };
 }
 
+/// Create, get, update (every field) and delete a hook; a missing one is `HookNotFound`.
 pub async fn crud(store: &dyn HookStore) {
     let h = new_hook(store, "Tidy up").await;
     assert_eq!(
@@ -220,6 +221,7 @@ pub async fn crud(store: &dyn HookStore) {
     );
 }
 
+/// Two hooks of one name get two ids.
 pub async fn unique_ids(store: &dyn HookStore) {
     let a = new_hook(store, "Same Name").await;
     let b = new_hook(store, "same  name!").await;
@@ -232,6 +234,7 @@ pub async fn unique_ids(store: &dyn HookStore) {
     );
 }
 
+/// A (hook, session) pair is queued once; a deleted hook's entries are refused.
 pub async fn enqueue_dedupe(store: &dyn HookStore) {
     let h = new_hook(store, "dedupe").await;
     let r = store
@@ -274,6 +277,7 @@ pub async fn enqueue_dedupe(store: &dyn HookStore) {
     assert_eq!(mine.len(), 2, "exactly the accepted entries are pending");
 }
 
+/// `enqueue_event` queues the enabled hooks the event matches, one decision each.
 pub async fn enqueue_event(store: &dyn HookStore) {
     let on = new_hook(store, "planned").await;
     let off = new_hook(store, "switched off").await;
@@ -341,6 +345,7 @@ pub async fn enqueue_event(store: &dyn HookStore) {
     assert!(snap.pending.iter().all(|p| p.hook_id != off.id));
 }
 
+/// Deleting a hook drops its queued entries.
 pub async fn delete_drops_entries(store: &dyn HookStore) {
     let a = new_hook(store, "a").await;
     let b = new_hook(store, "b").await;
@@ -368,6 +373,7 @@ pub async fn delete_drops_entries(store: &dyn HookStore) {
     );
 }
 
+/// A due entry is claimed by one owner at a time.
 pub async fn claim_exclusive(store: &dyn HookStore) {
     let h = new_hook(store, "claims").await;
     let later = t0() + Duration::minutes(5);
@@ -408,6 +414,7 @@ pub async fn claim_exclusive(store: &dyn HookStore) {
     assert!(limited.is_empty(), "the limit is respected");
 }
 
+/// An expired claim may be taken over.
 pub async fn claim_expiry_and_takeover(store: &dyn HookStore) {
     let h = new_hook(store, "expiry").await;
     store
@@ -436,6 +443,7 @@ pub async fn claim_expiry_and_takeover(store: &dyn HookStore) {
     assert_eq!(after[0].claim.as_ref().map(|c| c.owner.as_str()), Some("B"));
 }
 
+/// At most one entry of a session is claimed at a time.
 pub async fn one_claim_per_session(store: &dyn HookStore) {
     let a = new_hook(store, "first").await;
     let b = new_hook(store, "second").await;
@@ -463,6 +471,7 @@ pub async fn one_claim_per_session(store: &dyn HookStore) {
     );
 }
 
+/// Every write on a claimed entry is fenced by its owner.
 pub async fn fencing(store: &dyn HookStore) {
     let h = new_hook(store, "fence").await;
     store
@@ -613,6 +622,7 @@ pub async fn drop_unclaimed(store: &dyn HookStore) {
     );
 }
 
+/// `requeue` moves and unclaims; `release` unclaims.
 pub async fn requeue_and_release(store: &dyn HookStore) {
     let h = new_hook(store, "requeue").await;
     store
@@ -671,6 +681,7 @@ pub async fn requeue_and_release(store: &dyn HookStore) {
     );
 }
 
+/// A hook's history keeps the newest firings, two in one second both.
 pub async fn history_cap(store: &dyn HookStore) {
     let h = new_hook(store, "history").await;
     for i in 0..(HISTORY_CAP + 5) {
@@ -725,6 +736,7 @@ pub async fn history_cap(store: &dyn HookStore) {
     assert_eq!(hook.last_status, Some(Status::error("boom")));
 }
 
+/// The run log keeps and filters runs, oldest first.
 pub async fn run_log(store: &dyn HookStore) {
     let h1 = HookId::parse("h1").expect("id");
     let h2 = HookId::parse("h2").expect("id");
