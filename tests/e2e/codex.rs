@@ -88,6 +88,15 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
     assert_eq!(app.json(&["session", &thread])["agent"], "codex");
     assert_eq!(r["usage"]["outputTokens"], 50, "the turn's own tokens: {r}");
     assert_eq!(r["usage"]["cacheReadInputTokens"], 200, "{r}");
+    // Codex reports no cost: the run is priced from its tokens at OpenAI's gpt-5.5 price
+    // ($5 in, $0.50 cached, $30 out a million).
+    let n = |k: &str| r["usage"][k].as_f64().unwrap_or(0.0);
+    let want =
+        (n("inputTokens") * 5.0 + n("cacheReadInputTokens") * 0.5 + n("outputTokens") * 30.0) / 1e6;
+    let got = r["costUsd"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("a cost: {r}"));
+    assert!((got - want).abs() < 1e-9, "{got} vs {want}: {r}");
     // The same thread, resumed with the hook's prompt: its rollout holds the follow-up.
     let rollout = std::fs::read_to_string(cx.rollout(&thread).expect("the rollout")).unwrap();
     assert!(

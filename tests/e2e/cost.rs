@@ -314,7 +314,18 @@ fn prices_lists_the_table_and_where_each_price_comes_from() {
     );
     assert_eq!(opus["source"], "built in");
     assert_eq!(v["aliases"]["opus"], "claude-opus-5-5");
-    assert_eq!(v["taken"], "2026-12-03");
+    assert_eq!(v["taken"], "2026-12-05");
+    // The newest Sol of Codex 0.171.0's catalogue, at OpenAI's price, its cache reads at
+    // a twentieth of its input price.
+    let sol = model("gpt-6.2-sol");
+    assert_eq!(
+        (
+            sol["input"].as_f64(),
+            sol["output"].as_f64(),
+            sol["cacheRead"].as_f64()
+        ),
+        (Some(2.0), Some(10.0), Some(0.1))
+    );
     std::fs::write(
         app.data_dir().join("prices.json"),
         r#"{"models": {"my-gateway-model": {"input": 2, "output": 8}}}"#,
@@ -405,7 +416,7 @@ printf '{{"type":"result","subtype":"success","is_error":false,"result":"done","
     let e = &session["estimates"][0];
     assert!(
         e["text"].as_str().is_some_and(|t| t
-            .contains("priced from what Claude Code reported for 2 of its runs ($2/$8 a million)")),
+            .contains("priced from what the agent reported for 2 of its runs ($2/$8 a million)")),
         "{e}"
     );
     assert!(e["skippedBecause"].is_null(), "{e}");

@@ -64,11 +64,13 @@ impl Price {
 }
 
 /// When the built-in table was taken, and from where.
-pub const PRICES_TAKEN: &str = "2026-12-03";
+pub const PRICES_TAKEN: &str = "2026-12-05";
 /// Where the built-in table's figures come from, and when they were read.
 pub const PRICES_SOURCE: &str = "the model catalogue of Claude Code 2.1.332 (its per-model \
      pricing tiers), checked against the total_cost_usd that Claude Code 2.1.332 computes for \
-     each model";
+     each model; for OpenAI's models (Codex), the standard short-context prices OpenAI \
+     publishes on its model pages for the models Codex 0.171.0's catalogue offers, read \
+     2026-12-05";
 
 /// The built-in prices, by model id without a date suffix: input, output, and the cache
 /// read price where it is not the usual tenth of the input price.
@@ -104,7 +106,32 @@ const BUILTIN: &[(&str, f64, f64, Option<f64>)] = &[
     ("claude-mythos-5-2", 8.0, 40.0, Some(0.2)),
     ("claude-mythos-5-1", 10.0, 50.0, Some(0.25)),
     ("claude-mythos-5", 10.0, 50.0, None),
+    // OpenAI's, for Codex: standard prices for a request of up to 272K input tokens (a
+    // longer one costs twice the input and 1.5 times the output; see ARCHITECTURE's known
+    // limits). Cache writes are 1.25 times the input price, as Anthropic's.
+    ("gpt-6.2-astra", 8.0, 40.0, None),
+    ("gpt-6.2-sol", 2.0, 10.0, Some(0.1)),
+    ("gpt-6.1-sol", 2.0, 10.0, Some(0.1)),
+    ("gpt-6-astra", 10.0, 50.0, None),
+    ("gpt-6-sol", 2.0, 10.0, None),
+    ("gpt-6-luna", 0.1, 0.5, None),
+    ("gpt-5.6-sol", 4.0, 20.0, None),
+    ("gpt-5.6-terra", 2.0, 12.0, None),
+    ("gpt-5.6-luna", 0.2, 1.2, None),
+    ("gpt-5.5", 5.0, 30.0, None),
+    ("gpt-5.4", 2.5, 15.0, None),
 ];
+
+/// The families a model the table lacks is priced by (the dearest of its family): a word
+/// of its id between dashes or dots.
+const FAMILIES: &[&str] = &[
+    "opus", "sonnet", "haiku", "fable", "mythos", "astra", "sol", "terra", "luna",
+];
+
+/// Whether `family` is one of the words of model id `id`.
+fn in_family(id: &str, family: &str) -> bool {
+    id.split(['-', '.']).any(|w| w == family)
+}
 
 /// The aliases Claude Code 2.1.332 resolves, and what to (2.1.197 resolved opus to
 /// claude-opus-4-8, sonnet to claude-sonnet-5, haiku to claude-haiku-4-5 and fable to
@@ -184,16 +211,15 @@ impl PriceTable {
             .map(|(m, p)| (m.clone(), *p))
     }
 
-    /// The dearest price of `model`'s family (`opus`, `sonnet`, `haiku`, `fable`, `mythos`,
-    /// named in its id), for a model the table does not know: a cap then still holds.
+    /// The dearest price of `model`'s family (Anthropic's `opus`, `sonnet`, `haiku`,
+    /// `fable`, `mythos`; OpenAI's `astra`, `sol`, `terra`, `luna`: a word of its id), for a
+    /// model the table does not know: a cap then still holds.
     pub fn lookup_family(&self, model: &str) -> Option<(String, Price)> {
         let id = canonical(model);
-        let family = ["opus", "sonnet", "haiku", "fable", "mythos"]
-            .into_iter()
-            .find(|f| id.contains(f))?;
+        let family = FAMILIES.iter().find(|f| in_family(&id, f))?;
         self.models
             .iter()
-            .filter(|(m, _)| m.contains(family))
+            .filter(|(m, _)| in_family(m, family))
             // The first of the dearest, in the table's order.
             .fold(None::<&(String, Price)>, |best, e| match best {
                 Some(b) if dearness(&b.1) >= dearness(&e.1) => Some(b),
@@ -218,14 +244,14 @@ fn dearness(p: &Price) -> f64 {
 }
 
 /// A model id as the table keys it: lower case, without a `[1m]` suffix, a provider's
-/// prefix (`us.anthropic.`, `anthropic.`), a version suffix (`-v1:0`, `@20250929`) or a
-/// date suffix (`-20250929`).
+/// prefix (`us.anthropic.`, `anthropic.`, `openai/`, `openai.`), a version suffix (`-v1:0`,
+/// `@20250929`) or a date suffix (`-20250929`, OpenAI's `-2026-04-23`).
 pub fn canonical(model: &str) -> String {
     let mut id = model.trim().to_ascii_lowercase();
     if let Some(s) = id.strip_suffix("[1m]") {
         id = s.to_owned();
     }
-    if let Some(at) = id.find("claude-") {
+    if let Some(at) = id.find("claude-").or_else(|| id.find("gpt-")) {
         id = id[at..].to_owned();
     }
     if let Some(at) = id.find(['@', ':']) {
@@ -240,11 +266,24 @@ pub fn canonical(model: &str) -> String {
     if date {
         id.truncate(id.len() - 9);
     }
+    // OpenAI's dated ids: `-YYYY-MM-DD`.
+    let b = id.as_bytes();
+    let dashed = b.len() >= 11
+        && b[b.len() - 11] == b'-'
+        && b[b.len() - 6] == b'-'
+        && b[b.len() - 3] == b'-'
+        && [10, 9, 8, 7, 5, 4, 2, 1]
+            .iter()
+            .all(|k| b[b.len() - k].is_ascii_digit());
+    if dashed {
+        id.truncate(id.len() - 11);
+    }
     id
 }
 
-/// Per-token prices of a model, solved from what Claude Code reported for its runs: each
-/// sample a run's usage and cost. The cache prices keep Anthropic's ratios to the input
+/// Per-token prices of a model, solved from what the agent reported for its runs (Claude
+/// Code reports a cost; Codex does not, so its models are priced by the table or their
+/// family): each sample a run's usage and cost. The cache prices keep Anthropic's ratios to the input
 /// price (writes 1.25×, reads 0.1×), which leaves input and output to solve, by least
 /// squares; `None` until the runs tell the two apart (two runs with different mixes), or
 /// when the answer is not a price (negative, or no input price at all).
@@ -310,7 +349,7 @@ pub struct Estimate {
     pub output_tokens: u64,
     /// What that comes to, in US dollars.
     pub usd: f64,
-    /// How it was priced when the table has no price for the model: from what Claude Code
+    /// How it was priced when the table has no price for the model: from what the agent
     /// reported for the model's own runs, or as the dearest of its family, so a cap is
     /// never passed over for want of a price.
     pub priced_as: Option<String>,

@@ -1457,7 +1457,7 @@ impl Service {
                     model.clone(),
                     price,
                     Some(format!(
-                        "priced from what Claude Code reported for {runs} of its runs (${}/${} a million)",
+                        "priced from what the agent reported for {runs} of its runs (${}/${} a million)",
                         price.input, price.output
                     )),
                 ),

@@ -1762,6 +1762,12 @@ mod costs {
             ("fable", Some("claude-fable-5-2")),
             ("claude-opus-5-5", Some("claude-opus-5-5")),
             ("gpt-5", None),
+            ("gpt-5.5", Some("gpt-5.5")),
+            ("gpt-5.5-2026-04-23", Some("gpt-5.5")),
+            ("openai/gpt-6.2-sol", Some("gpt-6.2-sol")),
+            ("openai.gpt-6-astra", Some("gpt-6-astra")),
+            ("GPT-6-Luna", Some("gpt-6-luna")),
+            ("gpt-6.2", None),
             ("claude-hooks-test-model", None),
             ("", None),
         ];
@@ -1772,6 +1778,25 @@ mod costs {
                 "{model}"
             );
         }
+    }
+
+    #[test]
+    fn openai_prices_have_their_own_cache_read_price() {
+        // gpt-6.2-sol as OpenAI's model page prices it: $2 in, $0.10 cached, $2.50 cache
+        // writes, $10 out a million.
+        let (_, sol) = PriceTable::builtin().lookup("gpt-6.2-sol").unwrap();
+        assert_eq!(
+            (sol.input, sol.cache_read, sol.cache_write_5m, sol.output),
+            (2.0, 0.1, 2.5, 10.0)
+        );
+        let (_, g) = PriceTable::builtin().lookup("gpt-5.5").unwrap();
+        let usage = Usage {
+            input_tokens: Some(1_000_000),
+            cache_creation_input_tokens: Some(0),
+            cache_read_input_tokens: Some(1_000_000),
+            output_tokens: Some(100_000),
+        };
+        assert!((g.cost(&usage) - (5.0 + 0.5 + 3.0)).abs() < 1e-9);
     }
 
     #[test]
@@ -1895,6 +1920,15 @@ mod costs {
             "claude-haiku-4-5"
         );
         assert_eq!(t.lookup_family("gpt-5"), None, "no family: no price");
+        // OpenAI's families are words of the id, never a part of one.
+        let (terra, tp) = t.lookup_family("gpt-6.1-terra").unwrap();
+        assert_eq!(
+            (terra.as_str(), tp.input, tp.output),
+            ("gpt-5.6-terra", 2.0, 12.0)
+        );
+        assert_eq!(t.lookup_family("gpt-7-astra").unwrap().0, "gpt-6-astra");
+        assert_eq!(t.lookup_family("gpt-7-solstice"), None);
+        assert_eq!(t.lookup_family("claude-consolidated"), None);
         let mut e = Estimate::new("claude-opus-9", &p, 100_000, 10, 1000);
         e.priced_as = Some(format!("priced as {like}, the dearest of its family"));
         let text = e.to_string();

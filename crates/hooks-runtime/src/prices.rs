@@ -194,7 +194,8 @@ pub fn command(ctx: &crate::Context, json: bool) -> AppResult {
     }
     crate::say!(
         "\nUS dollars per million tokens. Built-in table taken {}: {}. A model it lacks is \
-         priced as the dearest of its family (opus, sonnet, haiku, fable, mythos) and says so; \
+         priced as the dearest of its family (opus, sonnet, haiku, fable, mythos; astra, sol, \
+         terra, luna) and says so; \
          add or change prices in {}.",
         hooks_core::cost::PRICES_TAKEN,
         hooks_core::cost::PRICES_SOURCE,
