@@ -284,3 +284,112 @@ fn install_for_codex_edits_its_hooks_json_in_place_and_uninstall_gives_it_back()
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("scope:"));
 }
+
+/// A hook for one agent follows up that agent's conversations only, and `pending` and
+/// `runs` say whose conversation each is: post-task for Claude Code, a copy of it for
+/// Codex; a real Codex conversation and a Claude Code one each end `DONE`.
+#[test]
+fn a_hook_for_one_agent_follows_up_only_that_agents_conversations() {
+    let (_api, cx, app) = codex_user();
+    app.ok(&["hooks", "update", "post-task", "--agent", "claude"]);
+    let codex_hook = app.ok(&[
+        "hooks",
+        "create",
+        "Codex tidy",
+        "--prompt-file",
+        ".claude/agents/hooks/post-task.md",
+        "--delay",
+        "0",
+        "--agent",
+        "codex",
+    ]);
+    let codex_hook = codex_hook.trim();
+    assert_eq!(app.hook(codex_hook)["agent"], "codex");
+    assert_eq!(app.hook("post-task")["agent"], "claude");
+    std::fs::write(
+        cx.codex_home().join("hooks.json"),
+        serde_json::json!({"hooks": {"Stop": [{"hooks": [
+            {"type": "command", "command": app.hook_command(""), "timeout": 10}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let out = Command::new(codex_bin())
+        .args([
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            "build the feature SAY_DONE",
+        ])
+        .envs(cx.vars())
+        .current_dir(&cx.proj)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let thread = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["type"] == "thread.started")
+        .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    // A Claude Code conversation ends too, through the same entry point.
+    let t = app.transcript("claude-conv", &app.proj, 1000);
+    let stop = serde_json::json!({"hook_event_name": "Stop", "session_id": "claude-conv",
+        "cwd": app.proj, "transcript_path": t, "last_assistant_message": "all done\nDONE"});
+    let o = app.hook_as_claude(&app.hook_command(""), &app.proj, &[], &stop.to_string());
+    assert!(o.status.success(), "{o:?}");
+    let mut pending: Vec<(String, String, String)> = app
+        .pending()
+        .iter()
+        .map(|p| {
+            (
+                p["hookId"].as_str().unwrap_or("").to_owned(),
+                p["sessionId"].as_str().unwrap_or("").to_owned(),
+                p["agent"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    pending.sort();
+    let mut want = vec![
+        (codex_hook.to_owned(), thread.clone(), "codex".to_owned()),
+        (
+            "post-task".to_owned(),
+            "claude-conv".to_owned(),
+            "claude".to_owned(),
+        ),
+    ];
+    want.sort();
+    assert_eq!(
+        pending, want,
+        "each hook queued for its own agent's conversation"
+    );
+    let text = app.ok(&["pending"]);
+    assert!(text.contains("AGENT") && text.contains("codex"), "{text}");
+    let codex = codex_bin();
+    app.ok(&[
+        "--codex-bin",
+        codex.to_str().unwrap(),
+        "tick",
+        "--quiet-period",
+        "0",
+    ]);
+    let runs = app.runs();
+    let of = |s: &str| {
+        runs.iter()
+            .find(|r| r["sessionId"] == s)
+            .unwrap_or_else(|| panic!("a run of {s}: {runs:?}"))
+            .clone()
+    };
+    assert_eq!(
+        of(&thread)["agent"],
+        "codex",
+        "{}",
+        app.ok(&["session", &thread, "--json"])
+    );
+    assert_eq!(of(&thread)["hookId"], codex_hook);
+    assert_eq!(of(&thread)["status"], "ok", "{runs:?}");
+    assert_eq!(of("claude-conv")["agent"], "claude");
+    assert_eq!(of("claude-conv")["hookId"], "post-task");
+}

@@ -203,6 +203,20 @@ const MUTANTS: &[Mutant] = &[
         to: "let _ = &held;",
     },
     Mutant {
+        what: "a hook for one agent queued for every agent's conversations",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: ".filter(|h| h.event == r.event && h.agent.covers(r.agent.as_deref()))",
+        to: ".filter(|h| h.event == r.event)",
+    },
+    Mutant {
+        what: "a hook's agent not read by the quick enqueue path (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "agent: AgentScope::parse(d.agent.as_deref().unwrap_or(\"\"))?,",
+        to: "agent: AgentScope::parse(\"\")?,",
+    },
+    Mutant {
         what: "a hook's failure kinds not read back (JSON)",
         suite: Suite::Json,
         file: JSON_DTO,

@@ -26,6 +26,11 @@
 /// (`hooks_platform::process::group_leftovers`).
 pub const FOLLOW_UP_ENV: &str = "HOOKS_APP_FOLLOW_UP";
 
+/// The agent a conversation belongs to when nothing says otherwise: Claude Code, whose
+/// hooks and transcripts hooks-app was first built on. Other agents' conversations are
+/// named by their adapters (`TranscriptFacts::agent`, `SessionState::agent`).
+pub const DEFAULT_AGENT: &str = "claude";
+
 pub mod cost;
 pub mod decide;
 pub mod failure;

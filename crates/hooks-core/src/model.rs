@@ -132,6 +132,60 @@ impl Delivery {
     }
 }
 
+/// Whose conversations a hook follows up: every agent's, or one agent's (named as people
+/// name its program: `claude`, `codex`, or one a team's runner adds).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum AgentScope {
+    /// Every agent's conversations.
+    #[default]
+    All,
+    /// Only this agent's conversations.
+    Only(String),
+}
+
+impl AgentScope {
+    /// `all` (or empty) for every agent; otherwise one agent's name: 1 to 32 lower-case
+    /// letters, digits and dashes.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        let s = s.trim();
+        if s.is_empty() || s == "all" {
+            return Ok(AgentScope::All);
+        }
+        let ok = s.len() <= 32
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-');
+        if !ok {
+            return Err(ValidationError::new(
+                "agent",
+                format!(
+                    "must be all or an agent's name such as claude or codex: 1 to 32 lower-case \
+                     letters, digits and dashes (got {})",
+                    describe(s)
+                ),
+            ));
+        }
+        Ok(AgentScope::Only(s.to_owned()))
+    }
+
+    /// `all`, or the agent's name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            AgentScope::All => "all",
+            AgentScope::Only(a) => a,
+        }
+    }
+
+    /// Whether a conversation of `agent` is in scope; a conversation whose agent is not
+    /// known is [`crate::DEFAULT_AGENT`]'s.
+    pub fn covers(&self, agent: Option<&str>) -> bool {
+        match self {
+            AgentScope::All => true,
+            AgentScope::Only(a) => a == agent.unwrap_or(crate::DEFAULT_AGENT),
+        }
+    }
+}
+
 /// How long after the event a hook fires: a whole number of seconds, 0 to 86400.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Delay(u32);
@@ -535,6 +589,8 @@ pub struct Hook {
     pub errors: FailureKinds,
     /// Whether its follow-up may go into a conversation still open in a TUI.
     pub deliver: Delivery,
+    /// Whose conversations it follows up.
+    pub agent: AgentScope,
     /// When it was created.
     pub created_at: Option<Timestamp>,
     /// What its last follow-up came to.
@@ -560,6 +616,8 @@ pub struct HookRules {
     pub skip_subagents: bool,
     /// The failures a `conversation-failed` hook follows up.
     pub errors: FailureKinds,
+    /// Whose conversations it follows up.
+    pub agent: AgentScope,
 }
 
 impl From<&Hook> for HookRules {
@@ -572,6 +630,7 @@ impl From<&Hook> for HookRules {
             skip_cron: h.skip_cron,
             skip_subagents: h.skip_subagents,
             errors: h.errors.clone(),
+            agent: h.agent.clone(),
         }
     }
 }
@@ -603,6 +662,8 @@ pub struct HookSpec {
     pub errors: FailureKinds,
     /// Whether its follow-up may go into a conversation still open in a TUI.
     pub deliver: Delivery,
+    /// Whose conversations it follows up.
+    pub agent: AgentScope,
 }
 
 impl HookSpec {
@@ -622,6 +683,7 @@ impl HookSpec {
             max_lateness: MaxLateness::NONE,
             errors: FailureKinds::default(),
             deliver: Delivery::Auto,
+            agent: AgentScope::All,
         })
     }
 
@@ -640,6 +702,7 @@ impl HookSpec {
             max_lateness: MaxLateness::NONE,
             errors: FailureKinds::default(),
             deliver: Delivery::Auto,
+            agent: AgentScope::All,
         }
     }
 
@@ -674,6 +737,7 @@ impl HookSpec {
             max_lateness,
             errors,
             deliver,
+            agent,
         } = patch;
         if let Some(v) = name {
             self.name.clone_from(v);
@@ -714,6 +778,9 @@ impl HookSpec {
         if let Some(v) = *deliver {
             self.deliver = v;
         }
+        if let Some(v) = agent {
+            self.agent = v.clone();
+        }
     }
 
     /// The hook this spec makes, with its id, created `now`.
@@ -732,6 +799,7 @@ impl HookSpec {
             max_lateness: self.max_lateness,
             errors: self.errors,
             deliver: self.deliver,
+            agent: self.agent,
             created_at: Some(now),
             last_status: None,
             history: History::default(),
@@ -784,6 +852,8 @@ pub struct HookPatch {
     pub errors: Option<FailureKinds>,
     /// When set, the new value of: whether its follow-up may go into a conversation still open in a TUI.
     pub deliver: Option<Delivery>,
+    /// When set, the new value of: whose conversations it follows up.
+    pub agent: Option<AgentScope>,
 }
 
 impl HookPatch {
@@ -828,6 +898,9 @@ impl HookPatch {
         }
         if let Some(v) = self.deliver {
             hook.deliver = v;
+        }
+        if let Some(v) = &self.agent {
+            hook.agent = v.clone();
         }
     }
 }
@@ -1012,6 +1085,10 @@ pub struct SessionState {
     pub origin: Option<Origin>,
     /// The once-per-hook stamps: when each hook fired for this session.
     pub stamps: BTreeMap<HookId, Timestamp>,
+    /// The agent whose conversation it is, as the [`crate::ports::SessionMeta`] tells from
+    /// the agent's files (`None`: not known, which is [`crate::DEFAULT_AGENT`]'s). Not
+    /// kept: a [`crate::ports::SessionStore`] leaves it `None`.
+    pub agent: Option<String>,
 }
 
 /// What remembering an event adds to a session's state; `None` leaves a field as it is.

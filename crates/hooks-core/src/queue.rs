@@ -26,6 +26,9 @@ pub struct EnqueueRequest {
     pub origin: Origin,
     /// Whether it is a subagent's.
     pub subagent: bool,
+    /// The agent whose conversation it is (`None`: [`crate::DEFAULT_AGENT`]'s): only the
+    /// hooks whose [`crate::model::AgentScope`] covers it are decided on.
+    pub agent: Option<String>,
     /// What failed, for a `conversation-failed` event.
     pub failure: Option<crate::failure::Failure>,
     /// Now.
@@ -42,7 +45,10 @@ pub fn plan_event(
 ) -> (Vec<(HookId, EnqueueDecision)>, Vec<PendingEntry>) {
     let mut decisions = Vec::new();
     let mut entries = Vec::new();
-    for hook in hooks.iter().filter(|h| h.event == r.event) {
+    for hook in hooks
+        .iter()
+        .filter(|h| h.event == r.event && h.agent.covers(r.agent.as_deref()))
+    {
         let already_pending = pending
             .iter()
             .any(|p| p.hook_id == hook.id && p.session_id == r.session);

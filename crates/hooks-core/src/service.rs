@@ -372,6 +372,7 @@ impl Service {
                     .transcript_path
                     .as_deref()
                     .is_some_and(is_subagent_path),
+            agent: state.agent.clone(),
             now,
         };
         let decisions = self.ports.store.enqueue_event(&request).await?;
@@ -410,6 +411,14 @@ impl Service {
             }
         }
         self.notify(ev).await
+    }
+
+    /// The agent of each of `sessions` the app has remembered: see [`agents_of`].
+    pub async fn agents_of(
+        &self,
+        sessions: &[SessionId],
+    ) -> Result<BTreeMap<SessionId, String>, ServiceError> {
+        agents_of(self.ports.meta.as_ref(), sessions).await
     }
 
     /// The conversation was closed (a `SessionEnd`, or its process seen gone): what waited
@@ -1631,4 +1640,26 @@ impl Service {
     pub async fn delete_hook(&self, id: &HookId) -> Result<usize, ServiceError> {
         Ok(self.ports.store.delete_hook(id).await?)
     }
+}
+
+/// The agent of each of `sessions` the app has remembered (from its hook events): the one
+/// the session meta names, or [`crate::DEFAULT_AGENT`]; a session it knows nothing of is
+/// left out. One state read a session, no transcript read, nothing priced: for listings
+/// (`pending`, `runs`, the API and the page).
+pub async fn agents_of(
+    meta: &dyn SessionMeta,
+    sessions: &[SessionId],
+) -> Result<BTreeMap<SessionId, String>, ServiceError> {
+    let mut out = BTreeMap::new();
+    for s in sessions {
+        if out.contains_key(s) {
+            continue;
+        }
+        let st = meta.state(s).await?;
+        if st.agent.is_some() || st.transcript_path.is_some() || st.cwd.is_some() {
+            let agent = st.agent.unwrap_or_else(|| crate::DEFAULT_AGENT.to_owned());
+            out.insert(s.clone(), agent);
+        }
+    }
+    Ok(out)
 }

@@ -312,24 +312,31 @@ impl InMemoryMeta {
     pub fn stamps(&self, s: &SessionId) -> BTreeMap<HookId, Timestamp> {
         self.sessions.row(s).0.stamps
     }
+    /// `st` with the agent its transcript facts name, as `MetaStore` tells it from the
+    /// agent's files.
+    fn with_agent(&self, s: &SessionId, mut st: SessionState) -> SessionState {
+        st.agent = lock(&self.transcripts).get(s).and_then(|t| t.agent.clone());
+        st
+    }
 }
 
 #[async_trait]
 impl SessionMeta for InMemoryMeta {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError> {
-        Ok(self.sessions.row(session).0)
+        Ok(self.with_agent(session, self.sessions.row(session).0))
     }
     async fn remember(
         &self,
         session: &SessionId,
         u: &SessionUpdate,
     ) -> Result<SessionState, MetaError> {
-        self.sessions.remember(session, u).await
+        let st = self.sessions.remember(session, u).await?;
+        Ok(self.with_agent(session, st))
     }
     async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError> {
         let (state, lease) = self.sessions.row(session);
         Ok(SessionFacts {
-            state,
+            state: self.with_agent(session, state),
             transcript: lock(&self.transcripts).get(session).cloned(),
             open: lock(&self.open).get(session).cloned(),
             lease: lease.map(|l| self.judge(l)),

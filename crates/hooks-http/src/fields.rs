@@ -48,6 +48,7 @@ pub const HOOK_FIELDS: &[&str] = &[
     "maxCostUsd",
     "maxLatenessSeconds",
     "deliver",
+    "agent",
     "errors",
     "enabled",
     "skipCron",
@@ -121,6 +122,9 @@ pub fn patch_from(m: &Map<String, Value>) -> Result<HookPatch, ApiError> {
     }
     if let Some(d) = text(m, "deliver")? {
         p.deliver = Some(Delivery::parse(d)?);
+    }
+    if let Some(a) = text(m, "agent")? {
+        p.agent = Some(AgentScope::parse(a)?);
     }
     if let Some(c) = number(m, "maxCostUsd")? {
         p.max_cost = Some(CostCap::parse(&c)?);

@@ -97,6 +97,7 @@ pub async fn form(
                     "maxCostUsd" => CostCap::parse(v).map(|c| patch.max_cost = Some(c)),
                     "promptFile" => PromptFile::parse(v).map(|p| patch.prompt_file = Some(p)),
                     "deliver" => Delivery::parse(v).map(|d| patch.deliver = Some(d)),
+                    "agent" => AgentScope::parse(v).map(|a| patch.agent = Some(a)),
                     _ => Ok(()),
                 };
                 if let Err(e) = one {

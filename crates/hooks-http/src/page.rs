@@ -240,6 +240,15 @@ pub async fn page(
     };
     let version = version(s).await?;
     let paused = s.svc.paused().await?;
+    // The agent of each conversation the page lists.
+    let shown: Vec<SessionId> = snap
+        .pending
+        .iter()
+        .take(200)
+        .map(|p| p.session_id.clone())
+        .chain(runs.iter().rev().take(50).map(|r| r.session_id.clone()))
+        .collect();
+    let agents = s.svc.agents_of(&shown).await?;
     let body = maud::html! {
         h1 { "hooks-app" }
         p.muted {
@@ -282,7 +291,7 @@ pub async fn page(
             table.stack #queue {
                 tr { th { "hook" } th { "session" } th { "due" } th { "retries" } th { "state" } }
                 @for p in snap.pending.iter().take(200) {
-                    (queue_row(p, now))
+                    (queue_row(p, now, agents.get(&p.session_id).map(String::as_str)))
                 }
             }
         }
@@ -296,7 +305,7 @@ pub async fn page(
                     th.num { "took" } th.num { "API time" } th.num { "cost" } th.num { "tokens" }
                 }
                 @for r in runs.iter().rev().take(50) {
-                    (run_row(r, now))
+                    (run_row(r, now, agents.get(&r.session_id).map(String::as_str)))
                 }
             }
         }
@@ -348,6 +357,9 @@ pub async fn page(
 }
 
 /// A hook's row and, below it, its edit form (open when the form was refused).
+/// The agents the edit form offers; a hook scoped to another keeps its own in the list.
+const AGENT_CHOICES: [&str; 3] = ["all", "claude", "codex"];
+
 fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup {
     let id = h.id.as_str();
     let refused = errs.keys().any(|(hid, _)| hid == id);
@@ -384,6 +396,9 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
         ", only after the close"
     } else {
         ""
+    } + &match &h.agent {
+        AgentScope::All => String::new(),
+        AgentScope::Only(a) => format!(", {a} conversations only"),
     };
     let field = |name: &str, label: &str, value: String| -> Markup {
         maud::html! {
@@ -430,6 +445,24 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
                             }
                             (err("deliver"))
                         }
+                        label {
+                            "agent"
+                            select name="agent" {
+                                @for a in AGENT_CHOICES.iter().copied().chain(
+                                    (!AGENT_CHOICES.contains(&h.agent.as_str())).then_some(h.agent.as_str())
+                                ) {
+                                    option value=(a) selected[a == h.agent.as_str()] {
+                                        @match a {
+                                            "all" => "every agent's conversations",
+                                            "claude" => "Claude Code's only",
+                                            "codex" => "Codex's only",
+                                            other => { (other) " only" }
+                                        }
+                                    }
+                                }
+                            }
+                            (err("agent"))
+                        }
                         button type="submit" { "save" }
                     }
                 }
@@ -438,7 +471,7 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
     }
 }
 
-fn queue_row(p: &PendingEntry, now: stamp::Timestamp) -> Markup {
+fn queue_row(p: &PendingEntry, now: stamp::Timestamp, agent: Option<&str>) -> Markup {
     let due = match p.gives_up_at() {
         Some(t) => format!("when closed (gives up {})", span((t - now).whole_seconds())),
         None => p
@@ -458,7 +491,10 @@ fn queue_row(p: &PendingEntry, now: stamp::Timestamp) -> Markup {
     maud::html! {
         tr {
             td data-label="hook" { (p.hook_id) }
-            td data-label="session" { (session_link(p.session_id.as_str())) }
+            td data-label="session" {
+                (session_link(p.session_id.as_str()))
+                @if let Some(a) = agent { " " span.muted data-agent { (a) } }
+            }
             td data-label="due" { (due) }
             td data-label="retries" { (p.retries) }
             td data-label="state" { (state) }
@@ -466,7 +502,7 @@ fn queue_row(p: &PendingEntry, now: stamp::Timestamp) -> Markup {
     }
 }
 
-fn run_row(r: &RunRecord, now: stamp::Timestamp) -> Markup {
+fn run_row(r: &RunRecord, now: stamp::Timestamp, agent: Option<&str>) -> Markup {
     let o = &r.outcome;
     let tokens = o.usage.map(|u| {
         [
@@ -489,7 +525,10 @@ fn run_row(r: &RunRecord, now: stamp::Timestamp) -> Markup {
         tr {
             td data-label="started" { (when(r.started_at, now)) }
             td data-label="hook" { (r.hook_id) }
-            td data-label="session" { (session_link(r.session_id.as_str())) }
+            td data-label="session" {
+                (session_link(r.session_id.as_str()))
+                @if let Some(a) = agent { " " span.muted data-agent { (a) } }
+            }
             td data-label="status" {
                 (status)
                 @if r.delivered { " " span.why { "in the open TUI" } }

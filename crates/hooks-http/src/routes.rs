@@ -291,18 +291,47 @@ async fn pause_delete(State(s): State<Shared>) -> Answer {
 
 async fn pending(State(s): State<Shared>) -> Answer {
     let snap = s.store.snapshot().await?;
+    let agents = s
+        .svc
+        .agents_of(
+            &snap
+                .pending
+                .iter()
+                .map(|p| p.session_id.clone())
+                .collect::<Vec<_>>(),
+        )
+        .await?;
     ok(&Value::Array(
         snap.pending
             .iter()
-            .map(hooks_shapes::json::pending)
+            .map(|p| {
+                hooks_shapes::json::with_agent(
+                    hooks_shapes::json::pending(p),
+                    &agents,
+                    &p.session_id,
+                )
+            })
             .collect(),
     ))
 }
 
 async fn runs(State(s): State<Shared>, q: Params) -> Answer {
     let runs = s.store.runs(&run_filter(&q.0)?).await?;
+    let agents = s
+        .svc
+        .agents_of(
+            &runs
+                .iter()
+                .map(|r| r.session_id.clone())
+                .collect::<Vec<_>>(),
+        )
+        .await?;
     ok(&Value::Array(
-        runs.iter().map(hooks_shapes::json::run).collect(),
+        runs.iter()
+            .map(|r| {
+                hooks_shapes::json::with_agent(hooks_shapes::json::run(r), &agents, &r.session_id)
+            })
+            .collect(),
     ))
 }
 

@@ -20,6 +20,23 @@ use std::io::Read;
 use hooks_core::TranscriptFacts;
 use serde_json::Value;
 
+/// The agent name Codex's conversations go by.
+pub const AGENT: &str = "codex";
+
+/// Whether a transcript path names a Codex rollout (`…/rollout-<time>-<thread>.jsonl`):
+/// the agent of a conversation known by its path alone, with nothing read.
+pub fn is_rollout_path(path: &str) -> bool {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    file.starts_with("rollout-") && file.ends_with(".jsonl")
+}
+
+/// The agent a remembered transcript path says a conversation is of: Codex for a
+/// rollout, otherwise none named (Claude Code's, [`hooks_core::DEFAULT_AGENT`]).
+pub fn agent_of_path(path: Option<&str>) -> Option<String> {
+    path.filter(|p| is_rollout_path(p))
+        .map(|_| AGENT.to_owned())
+}
+
 /// Whether `head` (the first bytes of a file) is a Codex rollout's: its first line is a
 /// `session_meta` record (`{"timestamp":…,"ordinal":0,"type":"session_meta",…`).
 pub fn is_rollout(head: &[u8]) -> bool {

@@ -128,10 +128,16 @@ impl MetaStore {
     }
 }
 
+/// `st` with its agent, as its remembered transcript path tells (nothing is read).
+fn with_agent(mut st: SessionState) -> SessionState {
+    st.agent = codex::agent_of_path(st.transcript_path.as_deref());
+    st
+}
+
 #[async_trait]
 impl SessionMeta for MetaStore {
     async fn state(&self, session: &SessionId) -> Result<SessionState, MetaError> {
-        Ok(self.sessions.state(session).await?.0)
+        Ok(with_agent(self.sessions.state(session).await?.0))
     }
 
     async fn remember(
@@ -139,11 +145,12 @@ impl SessionMeta for MetaStore {
         session: &SessionId,
         update: &SessionUpdate,
     ) -> Result<SessionState, MetaError> {
-        self.sessions.remember(session, update).await
+        Ok(with_agent(self.sessions.remember(session, update).await?))
     }
 
     async fn facts(&self, session: &SessionId) -> Result<SessionFacts, MetaError> {
         let (state, lease) = self.sessions.state(session).await?;
+        let state = with_agent(state);
         let transcript = match self.find_transcript(session, state.transcript_path.as_deref()) {
             Some(p) => Some(
                 read_facts(&p)

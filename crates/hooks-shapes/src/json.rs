@@ -30,6 +30,10 @@ pub fn hook(h: &Hook) -> Value {
     if h.deliver != hooks_core::Delivery::Auto {
         v.insert("deliver".into(), json!(h.deliver.as_str()));
     }
+    // Absent for every agent, as in the store.
+    if h.agent != hooks_core::AgentScope::All {
+        v.insert("agent".into(), json!(h.agent.as_str()));
+    }
     if h.event == hooks_core::Event::ConversationFailed {
         v.insert("errors".into(), json!(h.errors.names()));
     }
@@ -46,6 +50,19 @@ pub fn hook(h: &Hook) -> Value {
         .collect();
     v.insert("history".into(), json!(history));
     Value::Object(v)
+}
+
+/// `v` (a pending entry's or a run's object) with `agent`: the agent of its conversation,
+/// `null` when the app knows nothing of the conversation.
+pub fn with_agent(
+    mut v: Value,
+    agents: &std::collections::BTreeMap<hooks_core::SessionId, String>,
+    session: &hooks_core::SessionId,
+) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        m.insert("agent".into(), json!(agents.get(session)));
+    }
+    v
 }
 
 /// A pending entry: `pending --json`.

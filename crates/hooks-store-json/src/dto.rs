@@ -121,6 +121,9 @@ pub struct HookDto {
     /// (absent: `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deliver: Option<String>,
+    /// This project's: the one agent whose conversations it follows up (absent: `all`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -142,7 +145,7 @@ pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of a hook this project knows.
-pub const HOOK_FIELDS: [&str; 18] = [
+pub const HOOK_FIELDS: [&str; 19] = [
     "id",
     "name",
     "event",
@@ -157,6 +160,7 @@ pub const HOOK_FIELDS: [&str; 18] = [
     "maxLatenessSeconds",
     "errors",
     "deliver",
+    "agent",
     "createdAt",
     "lastStatus",
     "history",
@@ -307,6 +311,7 @@ impl HookDto {
             max_cost,
             max_lateness,
             deliver: Delivery::parse(self.deliver.as_deref().unwrap_or(""))?,
+            agent: AgentScope::parse(self.agent.as_deref().unwrap_or(""))?,
             created_at: self.created_at.as_deref().and_then(stamp::parse),
             last_status: self.last_status.as_deref().map(Status::parse),
             history,
@@ -338,6 +343,8 @@ impl HookDto {
         // Written when it is not the default, or where a file has it already.
         self.deliver = (hook.deliver != Delivery::Auto || self.deliver.is_some())
             .then(|| hook.deliver.as_str().to_owned());
+        self.agent = (hook.agent != AgentScope::All || self.agent.is_some())
+            .then(|| hook.agent.as_str().to_owned());
         // Written for the hooks it matters to, and where a file has it already.
         self.errors = (hook.event == Event::ConversationFailed || self.errors.is_some())
             .then(|| Value::from(hook.errors.names()));
@@ -374,6 +381,8 @@ pub struct RulesDto {
     skip_subagents: Option<bool>,
     #[serde(default)]
     errors: Option<Value>,
+    #[serde(default)]
+    agent: Option<String>,
 }
 
 impl RulesDto {
@@ -427,6 +436,7 @@ impl RulesDto {
             enabled: d.enabled.unwrap_or(false),
             skip_cron: d.skip_cron.unwrap_or(false),
             skip_subagents: d.skip_subagents.unwrap_or(false),
+            agent: AgentScope::parse(d.agent.as_deref().unwrap_or(""))?,
         })
     }
 }

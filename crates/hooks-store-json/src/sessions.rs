@@ -144,6 +144,8 @@ impl SessionDto {
                 .iter()
                 .filter_map(|(k, v)| Some((HookId::parse(k).ok()?, stamp::parse(v)?)))
                 .collect(),
+            // The meta tells it from the agent's files; it is not kept.
+            agent: None,
         }
     }
 }

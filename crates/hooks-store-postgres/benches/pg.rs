@@ -47,6 +47,7 @@ fn request(session: &str, now: OffsetDateTime) -> EnqueueRequest {
         stamps: Default::default(),
         origin: Origin::Interactive,
         subagent: false,
+        agent: None,
         now,
     }
 }

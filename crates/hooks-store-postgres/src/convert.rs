@@ -31,6 +31,7 @@ pub fn hook_from_row(r: &Row) -> Result<Hook, StoreError> {
         max_cost: CostCap::from_usd(r.get(9)).map_err(bad)?,
         max_lateness: MaxLateness::from_seconds(i64::from(r.get::<_, i32>(14))).map_err(bad)?,
         deliver: Delivery::parse(r.get(16)).map_err(bad)?,
+        agent: AgentScope::parse(r.get::<_, Option<&str>>(17).unwrap_or("")).map_err(bad)?,
         created_at: r.get(10),
         last_status: r.get::<_, Option<&str>>(11).map(Status::parse),
         history: History::from_entries(
@@ -54,6 +55,7 @@ pub fn rules_from_row(r: &Row) -> Result<HookRules, StoreError> {
         enabled: r.get(3),
         skip_cron: r.get(4),
         skip_subagents: r.get(5),
+        agent: AgentScope::parse(r.get::<_, Option<&str>>(7).unwrap_or("")).map_err(bad)?,
     })
 }
 
@@ -79,7 +81,7 @@ pub async fn insert_hook(
          max_cost_usd = EXCLUDED.max_cost_usd, created_at = EXCLUDED.created_at, \
          last_status = EXCLUDED.last_status, history_at = EXCLUDED.history_at, \
          history_session = EXCLUDED.history_session, max_lateness_s = EXCLUDED.max_lateness_s, \
-         errors = EXCLUDED.errors, deliver = EXCLUDED.deliver"
+         errors = EXCLUDED.errors, deliver = EXCLUDED.deliver, agent = EXCLUDED.agent"
     } else {
         ""
     };
@@ -87,9 +89,9 @@ pub async fn insert_hook(
         &format!(
             "INSERT INTO hooks (id, name, event, delay_seconds, prompt_file, enabled, skip_cron, \
              skip_subagents, max_context_k, max_cost_usd, created_at, last_status, history_at, \
-             history_session, max_lateness_s, errors, deliver) \
+             history_session, max_lateness_s, errors, deliver, agent) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17) \
+             $17, $18) \
              {on_conflict}"
         ),
         &[
@@ -110,6 +112,10 @@ pub async fn insert_hook(
             &(h.max_lateness.seconds().min(i32::MAX as u32) as i32),
             &h.errors.names(),
             &h.deliver.as_str(),
+            &match &h.agent {
+                AgentScope::All => None,
+                AgentScope::Only(a) => Some(a.as_str()),
+            },
         ],
     )
     .await
@@ -377,6 +383,8 @@ pub fn session_from_row(r: &Row) -> (SessionState, Option<RunLease>) {
             .get::<_, Option<&str>>(3)
             .and_then(|o| Origin::parse(o).ok()),
         stamps: Default::default(),
+        // The meta tells it from the agent's files; it is not kept.
+        agent: None,
     };
     let lease = r.get::<_, Option<String>>(4).map(|run_id| {
         let read = || -> Option<RunLease> {

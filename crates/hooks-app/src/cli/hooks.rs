@@ -119,4 +119,7 @@ pub struct HookValues {
     /// resumed after the person closes it
     #[arg(long, value_name = "WHERE")]
     pub deliver: Option<String>,
+    /// Whose conversations it follows up: all (the default), claude or codex
+    #[arg(long, value_name = "AGENT")]
+    pub agent: Option<String>,
 }

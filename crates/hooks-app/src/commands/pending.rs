@@ -52,11 +52,20 @@ pub fn drop(ctx: &Context, hook: &str, session: &str, json: bool) -> AppResult {
 pub fn pending(ctx: &Context, json: bool) -> AppResult {
     let store = ctx.open_store()?;
     let snap = block_on(store.snapshot())??;
+    // Nothing is priced here: a prices.json gone bad never hides the queue.
+    let ids: Vec<SessionId> = snap.pending.iter().map(|p| p.session_id.clone()).collect();
+    let agents = block_on(hooks_core::service::agents_of(&ctx.meta(&store), &ids))??;
     if json {
         print_json(&Value::Array(
             snap.pending
                 .iter()
-                .map(hooks_shapes::json::pending)
+                .map(|p| {
+                    hooks_shapes::json::with_agent(
+                        hooks_shapes::json::pending(p),
+                        &agents,
+                        &p.session_id,
+                    )
+                })
                 .collect(),
         ));
         return Ok(());
@@ -72,9 +81,16 @@ pub fn pending(ctx: &Context, json: bool) -> AppResult {
                 p.became_due().to_string(),
                 p.retries.to_string(),
                 p.state_text(now),
+                agents
+                    .get(&p.session_id)
+                    .cloned()
+                    .unwrap_or_else(|| "-".into()),
             ]
         })
         .collect();
-    print_table(&["HOOK", "SESSION", "DUE AT", "RETRIES", "STATE"], &rows);
+    print_table(
+        &["HOOK", "SESSION", "DUE AT", "RETRIES", "STATE", "AGENT"],
+        &rows,
+    );
     Ok(())
 }

@@ -64,9 +64,20 @@ pub fn runs(
     if let Some(n) = limit {
         runs.drain(..runs.len().saturating_sub(n));
     }
+    // Nothing is priced here: a prices.json gone bad never hides the run log.
+    let ids: Vec<SessionId> = runs.iter().map(|r| r.session_id.clone()).collect();
+    let agents = block_on(hooks_core::service::agents_of(&ctx.meta(&store), &ids))??;
     if json {
         print_json(&Value::Array(
-            runs.iter().map(hooks_shapes::json::run).collect(),
+            runs.iter()
+                .map(|r| {
+                    hooks_shapes::json::with_agent(
+                        hooks_shapes::json::run(r),
+                        &agents,
+                        &r.session_id,
+                    )
+                })
+                .collect(),
         ));
         return Ok(());
     }
@@ -92,6 +103,7 @@ pub fn runs(
                 opt(tokens),
                 opt(r.took().map(|d| seconds(d.whole_milliseconds()))),
                 opt(o.duration_ms.map(|d| seconds(i128::from(d)))),
+                opt(agents.get(&r.session_id).cloned()),
             ]
         })
         .collect();
@@ -107,6 +119,7 @@ pub fn runs(
             "TOKENS",
             "TOOK",
             "API TIME",
+            "AGENT",
         ],
         &rows,
     );

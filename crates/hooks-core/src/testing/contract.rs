@@ -71,6 +71,7 @@ macro_rules! hook_store_contract {
             import_writes_the_whole_hook,
             enqueue_dedupe,
             enqueue_event,
+            enqueue_event_decides_only_the_hooks_for_the_conversations_agent,
             delete_drops_entries,
             claim_exclusive,
             claims_take_the_earliest_due_first,
@@ -302,6 +303,7 @@ pub async fn enqueue_event(store: &dyn HookStore) {
         stamps: Default::default(),
         origin: Origin::Interactive,
         subagent: false,
+        agent: None,
         now: t0(),
     };
     let d = store
@@ -1267,6 +1269,7 @@ pub async fn import_writes_the_whole_hook(store: &dyn HookStore) {
         .into_hook(id.clone(), t0());
     h.enabled = false;
     h.deliver = Delivery::Closed;
+    h.agent = AgentScope::Only("codex".into());
     h.max_lateness = MaxLateness::from_seconds(900).expect("lateness");
     h.last_status = Some(Status::error("boom"));
     h.history.push(t0(), "s1");
@@ -1290,6 +1293,58 @@ pub async fn import_writes_the_whole_hook(store: &dyn HookStore) {
         1,
         "one hook with that id"
     );
+}
+
+/// `enqueue_event` decides only on the hooks whose agent scope covers the conversation's
+/// agent (a conversation of no named agent is [`crate::DEFAULT_AGENT`]'s), and the store
+/// keeps a hook's scope through an update.
+pub async fn enqueue_event_decides_only_the_hooks_for_the_conversations_agent(
+    store: &dyn HookStore,
+) {
+    let every = new_hook(store, "for every agent").await;
+    let codex = new_hook(store, "for codex only").await;
+    store
+        .update_hook(
+            &codex.id,
+            &HookPatch {
+                agent: Some(AgentScope::Only("codex".into())),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("scope it");
+    let req = |s: &str, agent: Option<&str>| EnqueueRequest {
+        failure: None,
+        session: sid(s),
+        event: Event::ConversationDone,
+        stamps: Default::default(),
+        origin: Origin::Interactive,
+        subagent: false,
+        agent: agent.map(str::to_owned),
+        now: t0(),
+    };
+    let decided = |d: &[(HookId, EnqueueDecision)], id: &HookId| d.iter().any(|(h, _)| h == id);
+    let d = store
+        .enqueue_event(&req("claude-one", None))
+        .await
+        .expect("enqueue_event");
+    assert!(decided(&d, &every.id), "{d:?}");
+    assert!(
+        !decided(&d, &codex.id),
+        "a Codex hook is not decided on for a Claude Code conversation: {d:?}"
+    );
+    let d = store
+        .enqueue_event(&req("codex-one", Some("codex")))
+        .await
+        .expect("enqueue_event");
+    assert!(decided(&d, &every.id) && decided(&d, &codex.id), "{d:?}");
+    let snap = store.snapshot().await.expect("snapshot");
+    let queued = |id: &HookId, s: &str| {
+        snap.pending
+            .iter()
+            .any(|p| &p.hook_id == id && p.session_id.as_str() == s)
+    };
+    assert!(queued(&codex.id, "codex-one") && !queued(&codex.id, "claude-one"));
 }
 
 /// `claim_due` hands out the earliest due entries first, whatever order they were queued

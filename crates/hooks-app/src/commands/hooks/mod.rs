@@ -110,6 +110,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         }
                         .into(),
                     ),
+                    ("agent", h.agent.as_str().to_owned()),
                     (
                         "created",
                         h.created_at
@@ -199,7 +200,8 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
             if let Some(p) = &patch.prompt_file {
                 warn_missing_prompt(ctx, p);
             }
-            let h = block_on(svc.update_hook(&hook_id(&id)?, &patch))??;
+            let id = hook_id(&id)?;
+            let h = block_on(svc.update_hook(&id, &patch))??;
             crate::say!("{}", h.id);
         }
         HooksCmd::Enable { id } => {
@@ -266,6 +268,7 @@ fn patch_of(v: &HookValues) -> AppResult<HookPatch> {
             .map(MaxLateness::parse)
             .transpose()?,
         deliver: v.deliver.as_deref().map(Delivery::parse).transpose()?,
+        agent: v.agent.as_deref().map(AgentScope::parse).transpose()?,
         ..HookPatch::default()
     })
 }
