@@ -393,3 +393,95 @@ fn a_hook_for_one_agent_follows_up_only_that_agents_conversations() {
     assert_eq!(of("claude-conv")["agent"], "claude");
     assert_eq!(of("claude-conv")["hookId"], "post-task");
 }
+
+/// A hook for Codex conversations only whose prompt file sets a run option Codex has no
+/// flag for is refused when it is made, naming the option, and nothing is written; for
+/// every agent it is made, with a note.
+#[test]
+fn a_codex_hook_whose_prompt_codex_cannot_run_is_refused_when_it_is_made() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let dir = app.proj.join(".claude/agents/hooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("review.md"),
+        "---\nname: review\npermission-mode: acceptEdits\n---\nReview the change.\n",
+    )
+    .unwrap();
+    let create = |agent: &str| {
+        app.run(&[
+            "hooks",
+            "create",
+            "Review",
+            "--prompt-file",
+            ".claude/agents/hooks/review.md",
+            "--agent",
+            agent,
+        ])
+    };
+    let o = create("codex");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("agent") && err.contains("permissionMode") && err.contains("Codex"),
+        "the error names the field and the option: {err}"
+    );
+    let ids: Vec<String> = app
+        .json(&["hooks", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        !ids.contains(&"review".to_owned()),
+        "nothing written: {ids:?}"
+    );
+    // Nor may an existing Codex hook be pointed at it.
+    app.ok(&["hooks", "update", "post-task", "--agent", "codex"]);
+    let o = app.run(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--prompt-file",
+        ".claude/agents/hooks/review.md",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(
+        app.hook("post-task")["promptFile"],
+        ".claude/agents/hooks/post-task.md"
+    );
+    // Nor is a project's prompt file of that name approved for it.
+    let repo = app.env.workdir("repo");
+    let repo_prompts = repo.join(".claude/agents/hooks");
+    std::fs::create_dir_all(&repo_prompts).unwrap();
+    std::fs::write(
+        repo_prompts.join("post-task.md"),
+        "---\nname: post-task\nmax-turns: 3\n---\nTidy up.\n",
+    )
+    .unwrap();
+    let o = app.run(&["trust", repo.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("maxTurns") && err.contains("nothing was approved"),
+        "{err}"
+    );
+    assert!(
+        !app.ok(&["trust", "--list"]).contains("post-task.md"),
+        "nothing approved"
+    );
+    // For every agent it is made, and the note says what Codex will refuse.
+    let o = create("all");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("note:") && err.contains("permissionMode"),
+        "{err}"
+    );
+    // An agent name is checked like every field.
+    let o = app.run(&["hooks", "update", "post-task", "--agent", "Codex CLI"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("agent"), "{err}");
+}

@@ -69,23 +69,32 @@ impl CodexRunner {
     }
 }
 
-/// The command-line arguments of a follow-up: `exec resume <thread> --json
-/// --skip-git-repo-check [-m MODEL] -`. Of the prompt file's run options Codex takes the
-/// model; any other is refused, never dropped.
-pub fn command_args(req: &RunRequest) -> Result<Vec<String>, RunnerError> {
-    let o = &req.prompt.options;
+/// Whether Codex can honour a prompt file's run options: it takes the model; a permission
+/// mode, a turn limit, allowed tools or an appended system prompt it has no flag for is an
+/// error naming the field, so a hook for Codex is refused when it is made or its prompt
+/// file approved, not when a run starts.
+pub fn check_options(o: &hooks_core::prompt::RunOptions) -> Result<(), ValidationError> {
     let unsupported = [
         ("permissionMode", o.permission_mode.is_some()),
         ("maxTurns", o.max_turns.is_some()),
         ("allowedTools", !o.allowed_tools.is_empty()),
         ("appendSystemPrompt", o.append_system_prompt.is_some()),
     ];
-    if let Some((field, _)) = unsupported.iter().find(|(_, set)| *set) {
-        return Err(RunnerError::Invalid(ValidationError::new(
+    match unsupported.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(ValidationError::new(
             field,
             "Codex has no such option: remove it from the prompt file for a Codex hook",
-        )));
+        )),
+        None => Ok(()),
     }
+}
+
+/// The command-line arguments of a follow-up: `exec resume <thread> --json
+/// --skip-git-repo-check [-m MODEL] -`. Of the prompt file's run options Codex takes the
+/// model; any other is refused, never dropped.
+pub fn command_args(req: &RunRequest) -> Result<Vec<String>, RunnerError> {
+    let o = &req.prompt.options;
+    check_options(o).map_err(RunnerError::Invalid)?;
     let mut args = vec![
         "exec".to_owned(),
         "resume".to_owned(),

@@ -81,6 +81,13 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
                 let prompt = hooks_core::prompt::parse_prompt(text).map_err(|e| {
                     AppError::invalid(format!("{}: {e}; nothing was approved", real.display()))
                 })?;
+                codex_can_run(ctx, name, &prompt.options).map_err(|e| {
+                    AppError::invalid(format!(
+                        "{}: {}; nothing was approved",
+                        real.display(),
+                        e.message
+                    ))
+                })?;
                 read.push((real, hash(&bytes), prompt));
             }
             Ok(None) => {}
@@ -120,5 +127,40 @@ pub fn run(ctx: &Context, a: &TrustArgs) -> AppResult {
     }
     list.save(&ctx.data_dir).map_err(AppError::runtime)?;
     crate::say!("a file changed from now on needs `hooks-app trust` again");
+    Ok(())
+}
+
+/// A prompt file a hook for Codex conversations only would run (by its name) must set no
+/// run option Codex has no flag for: approving it would only approve a run that is refused
+/// when it starts. A hook for every agent gets a note instead.
+fn codex_can_run(ctx: &Context, name: &str, o: &hooks_core::prompt::RunOptions) -> AppResult {
+    let Err(e) = hooks_runner_codex::check_options(o) else {
+        return Ok(());
+    };
+    let Ok(store) = ctx.existing_store() else {
+        return Ok(());
+    };
+    let hooks = crate::compose::block_on(store.snapshot())??.hooks;
+    let uses = |h: &&hooks_core::Hook| {
+        Path::new(h.prompt_file.as_str()).file_name() == Some(std::ffi::OsStr::new(name))
+    };
+    let mut note = false;
+    for h in hooks.iter().filter(uses) {
+        match &h.agent {
+            hooks_core::AgentScope::Only(a) if a == "codex" => {
+                return Err(AppError::invalid(format!(
+                    "agent: hook {} is for codex conversations, and {e}",
+                    h.id
+                )));
+            }
+            hooks_core::AgentScope::All => note = true,
+            hooks_core::AgentScope::Only(_) => {}
+        }
+    }
+    if note {
+        eprintln!(
+            "note: {name}: {e}; the follow-ups of Codex conversations that run it will be refused"
+        );
+    }
     Ok(())
 }

@@ -156,6 +156,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 ..patch_of(&values)?
             });
             warn_missing_prompt(ctx, &spec.prompt_file);
+            check_for_agent(ctx, &spec.agent, &spec.prompt_file)?;
             let h = if another {
                 block_on(svc.create_another_hook(spec))??
             } else {
@@ -201,6 +202,11 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 warn_missing_prompt(ctx, p);
             }
             let id = hook_id(&id)?;
+            if patch.agent.is_some() || patch.prompt_file.is_some() {
+                let mut after = block_on(svc.get_hook(&id))??;
+                patch.apply(&mut after);
+                check_for_agent(ctx, &after.agent, &after.prompt_file)?;
+            }
             let h = block_on(svc.update_hook(&id, &patch))??;
             crate::say!("{}", h.id);
         }
@@ -247,6 +253,42 @@ fn warn_missing_prompt(ctx: &Context, p: &PromptFile) {
             p,
             ctx.workspace.display()
         );
+    }
+}
+
+/// A hook for Codex conversations only whose prompt file (in the workspace) sets a run
+/// option Codex has no flag for is refused, naming the option; a hook for every agent gets
+/// a note, since its Codex follow-ups would be refused when they start.
+fn check_for_agent(ctx: &Context, agent: &AgentScope, file: &PromptFile) -> AppResult {
+    if let AgentScope::Only(a) = agent
+        && !["claude", "codex"].contains(&a.as_str())
+    {
+        eprintln!(
+            "note: agent {a}: hooks-app resumes claude and codex conversations itself; \
+             another agent's need a runner that knows it"
+        );
+    }
+    if !agent.covers(Some("codex")) {
+        return Ok(());
+    }
+    let Ok(text) = std::fs::read_to_string(ctx.workspace.join(file.as_str())) else {
+        return Ok(());
+    };
+    let Ok(prompt) = hooks_core::prompt::parse_prompt(&text) else {
+        return Ok(());
+    };
+    match (hooks_runner_codex::check_options(&prompt.options), agent) {
+        (Ok(()), _) => Ok(()),
+        (Err(e), AgentScope::Only(_)) => Err(AppError::invalid(format!(
+            "agent: a hook for codex conversations cannot run {file}: {e}"
+        ))),
+        (Err(e), AgentScope::All) => {
+            eprintln!(
+                "note: {file} {e}; its follow-ups of Codex conversations will be refused \
+                 (use --agent claude for a hook for Claude Code only)"
+            );
+            Ok(())
+        }
     }
 }
 
