@@ -112,11 +112,21 @@ fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
 }
 
 /// A Codex thread a person has open in Codex's TUI is never resumed beside it: the entry
-/// waits while the TUI holds the thread, and runs once after the person quits.
+/// waits while the TUI holds the thread; the person quits, Codex's SessionEnd hook (the
+/// entry `install --agent codex` adds) wakes it at once, and it runs once.
 #[test]
 fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
     let (_api, cx, app) = codex_user();
     let thread = cx.new_conversation("build the feature SAY_DONE");
+    // The SessionEnd entry, as install writes it (trusted for this TUI's run below).
+    std::fs::write(
+        cx.codex_home().join("hooks.json"),
+        serde_json::json!({"hooks": {"SessionEnd": [{"hooks": [
+            {"type": "command", "command": app.hook_command(""), "timeout": 10}
+        ]}]}})
+        .to_string(),
+    )
+    .unwrap();
     let rollout = cx.rollout(&thread).expect("the rollout");
     app.ok(&[
         "notify",
@@ -130,7 +140,12 @@ fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
     vars.push(("TERM".into(), "xterm-256color".into()));
     let tui = hooks_testkit::Tui::start_program(
         &codex_bin(),
-        &["--no-daemon", "resume", &thread],
+        &[
+            "--no-daemon",
+            "--dangerously-bypass-hook-trust",
+            "resume",
+            &thread,
+        ],
         &vars,
         &cx.proj,
     );
@@ -168,8 +183,14 @@ fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
         .unwrap_or_default()
         .to_owned();
     assert!(reason.starts_with("conversation open in codex"), "{reason}");
-    // The person quits; the next look runs it, once, in the same thread.
+    // The person quits: Codex's SessionEnd wakes the entry, with no look of hooks-app's.
     assert!(tui.quit_with("/quit", 30), "{}", tui.screen());
+    assert!(
+        hooks_testkit::wait_until(30, || app.pending()[0]["waiting"].is_null()),
+        "woken by SessionEnd: {:?}",
+        app.pending()
+    );
+    // The next tick runs it, once, in the same thread.
     assert!(
         hooks_testkit::wait_until(30, || {
             app.ok(&[
