@@ -1248,7 +1248,11 @@ pub struct Usage {
 }
 
 /// What one run of a follow-up produced. Fields the run did not produce are `None`.
+///
+/// It grows as agents report more, so it is `#[non_exhaustive]`: a runner outside this
+/// crate starts from [`RunOutcome::new`] (or `default()`) and sets the fields it has.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct RunOutcome {
     /// How it ended.
     pub status: Option<Status>,
@@ -1304,6 +1308,14 @@ pub fn keep_reply(text: &str) -> String {
 pub const MAX_RUN_COST_USD: f64 = 10_000.0;
 
 impl RunOutcome {
+    /// An outcome with `status` and nothing else reported.
+    pub fn new(status: Status) -> Self {
+        Self {
+            status: Some(status),
+            ..Self::default()
+        }
+    }
+
     /// Its status (an error when none was set).
     pub fn status(&self) -> Status {
         self.status

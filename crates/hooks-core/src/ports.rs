@@ -359,7 +359,12 @@ pub trait SessionMeta: Send + Sync {
 }
 
 /// A follow-up to run.
+///
+/// It grows as the core learns more a runner may use, so it is `#[non_exhaustive]`: code
+/// outside this crate (a runner's tests) makes one with [`RunRequest::new`] and sets the
+/// optional fields it needs.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RunRequest {
     /// The hook whose follow-up this is: the runner names it in [`crate::FOLLOW_UP_ENV`].
     pub hook_id: HookId,
@@ -379,6 +384,21 @@ pub struct RunRequest {
     /// ([`TranscriptFacts::agent`]): a runner for several agents resumes it with the
     /// right one.
     pub agent: Option<String>,
+}
+
+impl RunRequest {
+    /// A resume of `session_id` in `cwd` with `prompt` (rendered) for hook `hook_id`; no
+    /// delivery into an open conversation, no agent named ([`crate::DEFAULT_AGENT`]'s).
+    pub fn new(hook_id: HookId, session_id: SessionId, cwd: String, prompt: Prompt) -> Self {
+        Self {
+            hook_id,
+            session_id,
+            cwd,
+            prompt,
+            into_open: None,
+            agent: None,
+        }
+    }
 }
 
 /// Errors of a [`Runner`]: the run could not be started at all.

@@ -14,7 +14,12 @@ use crate::stamp::Timestamp;
 use crate::store::{EnqueueResult, HookRecord, StoreError};
 
 /// An event to queue hooks for, with what is known of its session.
+///
+/// It grows as the enqueue decision looks at more, so it is `#[non_exhaustive]`: code
+/// outside this crate (a store's tests) makes one with [`EnqueueRequest::new`] and sets
+/// what it needs.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct EnqueueRequest {
     /// The conversation.
     pub session: SessionId,
@@ -33,6 +38,23 @@ pub struct EnqueueRequest {
     pub failure: Option<crate::failure::Failure>,
     /// Now.
     pub now: Timestamp,
+}
+
+impl EnqueueRequest {
+    /// `event` in `session` at `now`: an interactive conversation, no stamps, not a
+    /// subagent's, no failure, no agent named ([`crate::DEFAULT_AGENT`]'s).
+    pub fn new(session: SessionId, event: Event, now: Timestamp) -> Self {
+        Self {
+            session,
+            event,
+            stamps: BTreeMap::new(),
+            origin: Origin::Interactive,
+            subagent: false,
+            agent: None,
+            failure: None,
+            now,
+        }
+    }
 }
 
 /// The enqueue decision for every hook matching the event, given the hooks and the queue as

@@ -500,17 +500,18 @@ mod openapi_tests {
             process: Some(ProcessRef { pid: 42, start: 7 }),
             started_at: t("2026-12-01T00:00:00+0000"),
             finished_at: Some(t("2026-12-01T00:01:00+0000")),
-            outcome: RunOutcome {
-                status: Some(Status::Ok),
-                exit_code: Some(0),
-                completed: Some(true),
-                num_turns: Some(1),
-                cost_usd: Some(0.01),
-                usage: Some(Usage::default()),
-                duration_ms: Some(900),
-                session_id: Some("s1".into()),
-                result_text: Some("COMPLETED".into()),
-                api_error_status: None,
+            outcome: {
+                let mut o = RunOutcome::new(Status::Ok);
+                o.exit_code = Some(0);
+                o.completed = Some(true);
+                o.num_turns = Some(1);
+                o.cost_usd = Some(0.01);
+                o.usage = Some(Usage::default());
+                o.duration_ms = Some(900);
+                o.session_id = Some("s1".into());
+                o.result_text = Some("COMPLETED".into());
+                o.api_error_status = None;
+                o
             },
             estimated_cost_usd: Some(0.02),
             model: Some("claude-x".into()),

@@ -367,12 +367,9 @@ impl RunHandle for ClaudeRun {
         let status = match status {
             Ok(s) => s,
             Err(e) => {
-                return RunOutcome {
-                    status: Some(Status::error(format!(
-                        "{program}: waiting for it failed: {e}"
-                    ))),
-                    ..RunOutcome::default()
-                };
+                return RunOutcome::new(Status::error(format!(
+                    "{program}: waiting for it failed: {e}"
+                )));
             }
         };
 

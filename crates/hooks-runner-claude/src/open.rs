@@ -52,17 +52,11 @@ impl RunHandle for OpenRun {
 }
 
 fn failed(why: String) -> RunOutcome {
-    RunOutcome {
-        status: Some(Status::error(why)),
-        ..RunOutcome::default()
-    }
+    RunOutcome::new(Status::error(why))
 }
 
 fn not_taken(why: &str) -> RunOutcome {
-    RunOutcome {
-        status: Some(Status::Requeued(why.to_owned())),
-        ..RunOutcome::default()
-    }
+    RunOutcome::new(Status::Requeued(why.to_owned()))
 }
 
 fn alive(pid: u32) -> bool {
@@ -172,17 +166,18 @@ impl Turn {
             Some((code, text)) => (Status::error(text.clone()), Some(*code), Some(text.clone())),
             None => (Status::Ok, None, self.last_text.clone()),
         };
-        RunOutcome {
-            status: Some(status),
-            exit_code: None,
-            completed,
-            num_turns: Some(self.messages.len() as u64),
-            cost_usd: None,
-            usage,
-            duration_ms: Some(took.as_millis() as u64),
-            session_id: None,
-            result_text: text,
-            api_error_status,
+        {
+            let mut o = RunOutcome::new(status);
+            o.exit_code = None;
+            o.completed = completed;
+            o.num_turns = Some(self.messages.len() as u64);
+            o.cost_usd = None;
+            o.usage = usage;
+            o.duration_ms = Some(took.as_millis() as u64);
+            o.session_id = None;
+            o.result_text = text;
+            o.api_error_status = api_error_status;
+            o
         }
     }
 }

@@ -116,10 +116,10 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
             (None, Some(c)) => format!("exit code {c} with no output"),
             (None, None) => "killed by a signal with no output".to_owned(),
         };
-        return RunOutcome {
-            status: Some(Status::error(status)),
-            exit_code,
-            ..RunOutcome::default()
+        return {
+            let mut o = RunOutcome::new(Status::error(status));
+            o.exit_code = exit_code;
+            o
         };
     };
     let ok = exit_code == Some(0) && r.is_error == Some(false);
@@ -149,26 +149,28 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
         };
         Status::error(why)
     };
-    RunOutcome {
+    {
+        let mut o = RunOutcome::default();
         // Only for a run that did not succeed: a limit after success changes nothing.
-        api_error_status: r.api_error_status.filter(|_| !ok),
-        status: Some(status),
-        exit_code,
-        completed: r
+        o.api_error_status = r.api_error_status.filter(|_| !ok);
+        o.status = Some(status);
+        o.exit_code = exit_code;
+        o.completed = r
             .result
             .as_deref()
-            .map(|t| ends_with_marker(t, COMPLETED_MARKER)),
-        num_turns: r.num_turns,
-        cost_usd: own_cost(&r),
-        usage: r.usage.map(|u| Usage {
+            .map(|t| ends_with_marker(t, COMPLETED_MARKER));
+        o.num_turns = r.num_turns;
+        o.cost_usd = own_cost(&r);
+        o.usage = r.usage.map(|u| Usage {
             input_tokens: u.input_tokens,
             cache_creation_input_tokens: u.cache_creation_input_tokens,
             cache_read_input_tokens: u.cache_read_input_tokens,
             output_tokens: u.output_tokens,
-        }),
-        duration_ms: r.duration_ms,
-        session_id: r.session_id,
-        result_text: r.result,
+        });
+        o.duration_ms = r.duration_ms;
+        o.session_id = r.session_id;
+        o.result_text = r.result;
+        o
     }
 }
 

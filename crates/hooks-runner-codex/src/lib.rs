@@ -221,16 +221,16 @@ pub fn parse_events(stdout: &[u8], exit: Option<i32>, before: (u64, u64, u64)) -
         (None, Some(0)) => Status::error("codex ended without finishing a turn"),
         (None, code) => Status::error(format!("codex exited with {code:?}")),
     };
-    RunOutcome {
-        status: Some(status),
-        exit_code: exit,
-        completed,
-        num_turns: Some(turns),
-        usage,
-        session_id: thread,
-        result_text: reply,
-        api_error_status: rate_limited.then_some(429),
-        ..RunOutcome::default()
+    {
+        let mut o = RunOutcome::new(status);
+        o.exit_code = exit;
+        o.completed = completed;
+        o.num_turns = Some(turns);
+        o.usage = usage;
+        o.session_id = thread;
+        o.result_text = reply;
+        o.api_error_status = rate_limited.then_some(429);
+        o
     }
 }
 
@@ -347,10 +347,7 @@ impl RunHandle for CodexRun {
         } = *self;
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             signal_group(pgid, libc::SIGKILL);
-            return RunOutcome {
-                status: Some(Status::error("codex: its output pipes were not set up")),
-                ..RunOutcome::default()
-            };
+            return RunOutcome::new(Status::error("codex: its output pipes were not set up"));
         };
         let read = |r: Box<dyn tokio::io::AsyncRead + Unpin + Send>| {
             tokio::spawn(async move {

@@ -86,17 +86,17 @@ impl RunnerFixture for Fixture {
     }
 
     fn request(&self, body: &str) -> RunRequest {
-        RunRequest {
-            hook_id: HookId::parse("post-task").unwrap(),
-            session_id: SessionId::parse("0199-t").unwrap(),
-            cwd: self.dir.path().join("proj").to_string_lossy().into_owned(),
-            prompt: Prompt {
+        let mut r = RunRequest::new(
+            HookId::parse("post-task").unwrap(),
+            SessionId::parse("0199-t").unwrap(),
+            self.dir.path().join("proj").to_string_lossy().into_owned(),
+            Prompt {
                 body: body.to_owned(),
                 options: RunOptions::default(),
             },
-            into_open: None,
-            agent: Some("codex".into()),
-        }
+        );
+        r.agent = Some("codex".into());
+        r
     }
 
     fn is_alive(&self, p: &ProcessRef) -> bool {

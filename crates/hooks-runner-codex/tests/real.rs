@@ -20,17 +20,15 @@ fn runner(env: &CodexEnv) -> CodexRunner {
 }
 
 fn request(env: &CodexEnv, thread: &str, body: &str, options: RunOptions) -> RunRequest {
-    RunRequest {
-        hook_id: HookId::parse("post-task").unwrap(),
-        session_id: SessionId::parse(thread).unwrap(),
-        cwd: env.proj.to_string_lossy().into_owned(),
-        prompt: Prompt {
+    RunRequest::new(
+        HookId::parse("post-task").unwrap(),
+        SessionId::parse(thread).unwrap(),
+        env.proj.to_string_lossy().into_owned(),
+        Prompt {
             body: body.to_owned(),
             options,
         },
-        into_open: None,
-        agent: None,
-    }
+    )
 }
 
 #[tokio::test]

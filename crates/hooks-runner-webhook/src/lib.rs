@@ -132,10 +132,7 @@ struct UsageBody {
 }
 
 fn failed(why: String) -> RunOutcome {
-    RunOutcome {
-        status: Some(Status::error(why)),
-        ..RunOutcome::default()
-    }
+    RunOutcome::new(Status::error(why))
 }
 
 fn first_line(text: &str) -> &str {
@@ -175,22 +172,23 @@ fn outcome(body: &[u8]) -> RunOutcome {
         )),
         s => s,
     };
-    RunOutcome {
-        api_error_status: o.api_error_status,
-        status: Some(status),
-        exit_code: o.exit_code,
-        completed: o.completed,
-        num_turns: o.num_turns,
-        cost_usd: o.cost_usd,
-        usage: o.usage.map(|u| Usage {
+    {
+        let mut out = RunOutcome::new(status);
+        out.api_error_status = o.api_error_status;
+        out.exit_code = o.exit_code;
+        out.completed = o.completed;
+        out.num_turns = o.num_turns;
+        out.cost_usd = o.cost_usd;
+        out.usage = o.usage.map(|u| Usage {
             input_tokens: u.input_tokens,
             cache_creation_input_tokens: u.cache_creation_input_tokens,
             cache_read_input_tokens: u.cache_read_input_tokens,
             output_tokens: u.output_tokens,
-        }),
-        duration_ms: o.duration_ms,
-        session_id: None,
-        result_text: o.reply,
+        });
+        out.duration_ms = o.duration_ms;
+        out.session_id = None;
+        out.result_text = o.reply;
+        out
     }
 }
 

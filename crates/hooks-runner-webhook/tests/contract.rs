@@ -54,17 +54,15 @@ impl RunnerFixture for Fixture {
     }
 
     fn request(&self, body: &str) -> RunRequest {
-        RunRequest {
-            hook_id: HookId::parse("post-task").unwrap(),
-            session_id: SessionId::parse("0b9f-session").unwrap(),
-            cwd: "/work/proj".into(),
-            into_open: None,
-            agent: None,
-            prompt: Prompt {
+        RunRequest::new(
+            HookId::parse("post-task").unwrap(),
+            SessionId::parse("0b9f-session").unwrap(),
+            "/work/proj".into(),
+            Prompt {
                 body: body.to_owned(),
                 options: RunOptions::default(),
             },
-        }
+        )
     }
 
     fn is_alive(&self, _p: &ProcessRef) -> bool {

@@ -20,13 +20,11 @@ fn runner(url: &str, token: Option<&str>, timeout: Duration) -> WebhookRunner {
 }
 
 fn request() -> RunRequest {
-    RunRequest {
-        hook_id: HookId::parse("post-task").unwrap(),
-        session_id: SessionId::parse("0b9f-session").unwrap(),
-        cwd: "/work/proj".into(),
-        into_open: None,
-        agent: None,
-        prompt: Prompt {
+    RunRequest::new(
+        HookId::parse("post-task").unwrap(),
+        SessionId::parse("0b9f-session").unwrap(),
+        "/work/proj".into(),
+        Prompt {
             body: "Tidy up, then say COMPLETED.".into(),
             options: RunOptions {
                 model: Some("sonnet".into()),
@@ -36,7 +34,7 @@ fn request() -> RunRequest {
                 ..RunOptions::default()
             },
         },
-    }
+    )
 }
 
 async fn run(r: &WebhookRunner) -> RunOutcome {

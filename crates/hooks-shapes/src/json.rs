@@ -328,22 +328,24 @@ mod tests {
                 start: 99,
             }),
             finished_at: Some(started.started_at + Duration::seconds(30)),
-            outcome: RunOutcome {
-                api_error_status: None,
-                status: Some(Status::Ok),
-                exit_code: Some(0),
-                completed: Some(true),
-                num_turns: Some(3),
-                cost_usd: Some(0.38),
-                usage: Some(Usage {
+            outcome: {
+                let mut o = RunOutcome::default();
+                o.api_error_status = None;
+                o.status = Some(Status::Ok);
+                o.exit_code = Some(0);
+                o.completed = Some(true);
+                o.num_turns = Some(3);
+                o.cost_usd = Some(0.38);
+                o.usage = Some(Usage {
                     input_tokens: Some(10),
                     cache_creation_input_tokens: Some(100_000),
                     cache_read_input_tokens: None,
                     output_tokens: Some(900),
-                }),
-                duration_ms: Some(30_000),
-                session_id: None,
-                result_text: None,
+                });
+                o.duration_ms = Some(30_000);
+                o.session_id = None;
+                o.result_text = None;
+                o
             },
             ..started.clone()
         };

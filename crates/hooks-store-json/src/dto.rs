@@ -660,22 +660,24 @@ impl RunDto {
             },
             started_at: stamp::parse(&self.started_at)?,
             finished_at,
-            outcome: RunOutcome {
-                api_error_status: None,
-                status: self.status.as_deref().map(Status::parse),
-                exit_code: self.exit_code,
-                completed: self.completed,
-                num_turns: self.num_turns,
-                cost_usd: self.cost_usd,
-                usage: self.usage.map(|u| Usage {
+            outcome: {
+                let mut o = RunOutcome::default();
+                o.api_error_status = None;
+                o.status = self.status.as_deref().map(Status::parse);
+                o.exit_code = self.exit_code;
+                o.completed = self.completed;
+                o.num_turns = self.num_turns;
+                o.cost_usd = self.cost_usd;
+                o.usage = self.usage.map(|u| Usage {
                     input_tokens: u.input_tokens,
                     cache_creation_input_tokens: u.cache_creation_input_tokens,
                     cache_read_input_tokens: u.cache_read_input_tokens,
                     output_tokens: u.output_tokens,
-                }),
-                duration_ms: self.duration_ms,
-                session_id: None,
-                result_text: self.reply.clone(),
+                });
+                o.duration_ms = self.duration_ms;
+                o.session_id = None;
+                o.result_text = self.reply.clone();
+                o
             },
             estimated_cost_usd: self.estimated_cost_usd,
             model: self.model.clone(),

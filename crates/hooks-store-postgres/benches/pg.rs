@@ -40,17 +40,11 @@ fn psql(url: &str, sql: &str) {
 }
 
 fn request(session: &str, now: OffsetDateTime) -> EnqueueRequest {
-    EnqueueRequest {
-        failure: None,
-        session: SessionId::parse(session).expect("session id"),
-        event: Event::ConversationDone,
-        stamps: Default::default(),
-        origin: Origin::Interactive,
-        subagent: false,
-        agent: None,
+    EnqueueRequest::new(
+        SessionId::parse(session).expect("session id"),
+        Event::ConversationDone,
         now,
-    }
-}
+    )}
 
 /// Operations per second at `pending` entries queued (not due), each op on its own.
 fn ops_at(pending: usize, ops: usize) -> String {

@@ -248,17 +248,19 @@ pub fn run_from_row(r: &Row) -> Option<RunRecord> {
         process,
         started_at: r.get(6),
         finished_at: r.get(7),
-        outcome: RunOutcome {
-            api_error_status: None,
-            status: r.get::<_, Option<&str>>(8).map(Status::parse),
-            exit_code: r.get(9),
-            completed: r.get(10),
-            num_turns: u64_of(r.get(11)),
-            cost_usd: r.get(12),
-            usage,
-            duration_ms: u64_of(r.get(18)),
-            session_id: r.get(19),
-            result_text: r.get(20),
+        outcome: {
+            let mut o = RunOutcome::default();
+            o.api_error_status = None;
+            o.status = r.get::<_, Option<&str>>(8).map(Status::parse);
+            o.exit_code = r.get(9);
+            o.completed = r.get(10);
+            o.num_turns = u64_of(r.get(11));
+            o.cost_usd = r.get(12);
+            o.usage = usage;
+            o.duration_ms = u64_of(r.get(18));
+            o.session_id = r.get(19);
+            o.result_text = r.get(20);
+            o
         },
         estimated_cost_usd: r.get(21),
         model: r.get(22),

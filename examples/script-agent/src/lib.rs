@@ -167,35 +167,35 @@ impl RunHandle for ScriptRun {
         };
         let duration_ms = Some(u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX));
         match out {
-            Err(_) => RunOutcome {
-                status: Some(Status::error(format!(
+            Err(_) => {
+                let mut o = RunOutcome::new(Status::error(format!(
                     "timed out after {} s",
                     timeout.as_secs()
-                ))),
-                duration_ms,
-                ..RunOutcome::default()
-            },
-            Ok(Err(e)) => RunOutcome {
-                status: Some(Status::error(format!(
+                )));
+                o.duration_ms = duration_ms;
+                o
+            }
+            Ok(Err(e)) => {
+                let mut o = RunOutcome::new(Status::error(format!(
                     "the script could not be waited for: {e}"
-                ))),
-                duration_ms,
-                ..RunOutcome::default()
-            },
+                )));
+                o.duration_ms = duration_ms;
+                o
+            }
             // EX_TEMPFAIL: the script's agent was refused by a rate limit; the entry goes
             // back to the queue until it resets, as Claude's 429 does.
-            Ok(Ok(out)) if out.status.code() == Some(RATE_LIMITED_EXIT) => RunOutcome {
-                status: Some(Status::error("rate limited (the script exited 75)")),
-                exit_code: out.status.code(),
-                api_error_status: Some(429),
-                duration_ms,
-                ..RunOutcome::default()
-            },
+            Ok(Ok(out)) if out.status.code() == Some(RATE_LIMITED_EXIT) => {
+                let mut o = RunOutcome::new(Status::error("rate limited (the script exited 75)"));
+                o.exit_code = out.status.code();
+                o.api_error_status = Some(429);
+                o.duration_ms = duration_ms;
+                o
+            }
             Ok(Ok(out)) => {
                 let reply = String::from_utf8_lossy(&out.stdout).into_owned();
                 let last = reply.lines().rev().find(|l| !l.trim().is_empty());
-                RunOutcome {
-                    status: Some(if out.status.success() {
+                {
+                    let mut o = RunOutcome::new(if out.status.success() {
                         Status::Ok
                     } else {
                         let err = String::from_utf8_lossy(&out.stderr);
@@ -204,13 +204,13 @@ impl RunHandle for ScriptRun {
                             out.status,
                             err.lines().last().unwrap_or("")
                         ))
-                    }),
-                    exit_code: out.status.code(),
-                    completed: Some(last.is_some_and(|l| l.trim() == "COMPLETED")),
-                    num_turns: Some(1),
-                    duration_ms,
-                    result_text: Some(reply),
-                    ..RunOutcome::default()
+                    });
+                    o.exit_code = out.status.code();
+                    o.completed = Some(last.is_some_and(|l| l.trim() == "COMPLETED"));
+                    o.num_turns = Some(1);
+                    o.duration_ms = duration_ms;
+                    o.result_text = Some(reply);
+                    o
                 }
                 .with_kept_reply()
             }

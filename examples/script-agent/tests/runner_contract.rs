@@ -50,17 +50,15 @@ impl RunnerFixture for Fixture {
     }
 
     fn request(&self, body: &str) -> RunRequest {
-        RunRequest {
-            hook_id: HookId::parse("post-task").unwrap(),
-            session_id: SessionId::parse("s-1").unwrap(),
-            cwd: self.dir.path().join("proj").to_string_lossy().into_owned(),
-            prompt: Prompt {
+        RunRequest::new(
+            HookId::parse("post-task").unwrap(),
+            SessionId::parse("s-1").unwrap(),
+            self.dir.path().join("proj").to_string_lossy().into_owned(),
+            Prompt {
                 body: body.to_owned(),
                 options: RunOptions::default(),
             },
-            into_open: None,
-            agent: None,
-        }
+        )
     }
 
     fn is_alive(&self, p: &ProcessRef) -> bool {

@@ -16,17 +16,15 @@ use hooks_runner_claude::{ClaudeRunner, RunnerConfig};
 use hooks_testkit::ClaudeEnv;
 
 fn request(session: &str, cwd: &Path, body: &str, options: RunOptions) -> RunRequest {
-    RunRequest {
-        hook_id: HookId::parse("post-task").unwrap(),
-        session_id: SessionId::parse(session).unwrap(),
-        cwd: cwd.to_string_lossy().into_owned(),
-        into_open: None,
-        agent: None,
-        prompt: Prompt {
+    RunRequest::new(
+        HookId::parse("post-task").unwrap(),
+        SessionId::parse(session).unwrap(),
+        cwd.to_string_lossy().into_owned(),
+        Prompt {
             body: body.to_owned(),
             options,
         },
-    }
+    )
 }
 
 fn runner_for(env: &ClaudeEnv, program: &Path, timeout: Duration) -> ClaudeRunner {

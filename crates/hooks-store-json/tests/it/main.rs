@@ -322,12 +322,12 @@ async fn run_log_is_append_only_json_lines() {
         process: None,
         started_at: now(),
         finished_at: Some(now() + Duration::seconds(3)),
-        outcome: RunOutcome {
-            status: Some(Status::Ok),
-            exit_code: Some(0),
-            completed: Some(true),
-            cost_usd: Some(0.02831),
-            ..Default::default()
+        outcome: {
+            let mut o = RunOutcome::new(Status::Ok);
+            o.exit_code = Some(0);
+            o.completed = Some(true);
+            o.cost_usd = Some(0.02831);
+            o
         },
         estimated_cost_usd: None,
         model: None,
@@ -389,10 +389,10 @@ async fn the_run_log_is_read_from_its_end_as_far_as_a_listing_asks() {
             process: None,
             started_at: at,
             finished_at: Some(at + Duration::seconds(30)),
-            outcome: RunOutcome {
-                status: Some(Status::Ok),
-                cost_usd: Some(0.01),
-                ..Default::default()
+            outcome: {
+                let mut o = RunOutcome::new(Status::Ok);
+                o.cost_usd = Some(0.01);
+                o
             },
             estimated_cost_usd: None,
             model: None,
