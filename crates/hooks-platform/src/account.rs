@@ -12,7 +12,14 @@ pub fn uid() -> u32 {
 }
 
 /// The home folder the user database gives the effective user, whatever `HOME` says.
+/// Looked up once a process: a hook call needs it for the data, Claude and Codex folders,
+/// and each lookup may ask a directory service.
 pub fn home() -> Option<PathBuf> {
+    static HOME: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    HOME.get_or_init(lookup_home).clone()
+}
+
+fn lookup_home() -> Option<PathBuf> {
     let mut buf = vec![0u8; 4096];
     loop {
         // SAFETY: passwd is plain data; getpwuid_r writes into it and into `buf`, whose
