@@ -430,14 +430,14 @@ fn ci() -> Result<(), String> {
     )?;
     // The public face as recorded: a removal or an addition is seen and reviewed.
     api::run(&root(), false)?;
-    // Every crate a team needs packs as crates.io would take it: versions on every
-    // dependency between them, a licence, a readme, keywords and categories.
+    // Every crate a team needs packs as crates.io would take it (versions on every
+    // dependency between them, a licence, a readme, keywords and categories) and builds
+    // from its package alone, in dependency order, against the others' packages.
     step(
         "package",
         cargo().args([
             "package",
             "--workspace",
-            "--no-verify",
             "--allow-dirty",
             "--exclude",
             "hooks-testkit",
