@@ -44,7 +44,8 @@ fn request(session: &str, now: OffsetDateTime) -> EnqueueRequest {
         SessionId::parse(session).expect("session id"),
         Event::ConversationDone,
         now,
-    )}
+    )
+}
 
 /// Operations per second at `pending` entries queued (not due), each op on its own.
 fn ops_at(pending: usize, ops: usize) -> String {
