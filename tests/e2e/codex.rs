@@ -4,8 +4,6 @@
 //! resumes that same thread with `codex exec resume`, once, and the run is recorded with
 //! its tokens and the model read from the rollout.
 
-use std::process::Command;
-
 use hooks_testkit::codex::{CodexEnv, MockResponses, codex_bin};
 
 use crate::support::*;
@@ -28,40 +26,26 @@ fn codex_user() -> (MockResponses, CodexEnv, App) {
     (api, cx, app)
 }
 
-#[test]
-fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
-    let (_api, cx, app) = codex_user();
-    // Codex's Stop hook calls hooks-app as install writes it for Claude Code.
+/// Codex's hooks.json with one entry for `event`, calling hooks-app as `install` writes it.
+fn hooks_json(cx: &CodexEnv, app: &App, event: &str) {
     std::fs::write(
         cx.codex_home().join("hooks.json"),
-        serde_json::json!({"hooks": {"Stop": [{"hooks": [
+        serde_json::json!({"hooks": {event: [{"hooks": [
             {"type": "command", "command": app.hook_command(""), "timeout": 10}
         ]}]}})
         .to_string(),
     )
     .unwrap();
+}
+
+#[test]
+fn a_codex_conversation_ending_done_is_followed_up_once_by_resuming_it() {
+    let (_api, cx, app) = codex_user();
+    // Codex's Stop hook calls hooks-app as install writes it for Claude Code.
+    hooks_json(&cx, &app, "Stop");
     // The person's conversation; the hook trusted for this run (a person trusts it once in
     // Codex's TUI).
-    let out = Command::new(codex_bin())
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-hook-trust",
-            "build the feature SAY_DONE",
-        ])
-        .envs(cx.vars())
-        .current_dir(&cx.proj)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let thread = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "thread.started")
-        .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    let thread = cx.new_conversation_running_hooks("build the feature SAY_DONE");
     let pending = app.pending();
     assert_eq!(
         pending.len(),
@@ -119,14 +103,7 @@ fn a_codex_thread_open_in_its_tui_is_not_resumed_until_it_is_closed() {
     let (_api, cx, app) = codex_user();
     let thread = cx.new_conversation("build the feature SAY_DONE");
     // The SessionEnd entry, as install writes it (trusted for this TUI's run below).
-    std::fs::write(
-        cx.codex_home().join("hooks.json"),
-        serde_json::json!({"hooks": {"SessionEnd": [{"hooks": [
-            {"type": "command", "command": app.hook_command(""), "timeout": 10}
-        ]}]}})
-        .to_string(),
-    )
-    .unwrap();
+    hooks_json(&cx, &app, "SessionEnd");
     let rollout = cx.rollout(&thread).expect("the rollout");
     app.ok(&[
         "notify",
@@ -327,34 +304,8 @@ fn a_hook_for_one_agent_follows_up_only_that_agents_conversations() {
     let codex_hook = codex_hook.trim();
     assert_eq!(app.hook(codex_hook)["agent"], "codex");
     assert_eq!(app.hook("post-task")["agent"], "claude");
-    std::fs::write(
-        cx.codex_home().join("hooks.json"),
-        serde_json::json!({"hooks": {"Stop": [{"hooks": [
-            {"type": "command", "command": app.hook_command(""), "timeout": 10}
-        ]}]}})
-        .to_string(),
-    )
-    .unwrap();
-    let out = Command::new(codex_bin())
-        .args([
-            "exec",
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-hook-trust",
-            "build the feature SAY_DONE",
-        ])
-        .envs(cx.vars())
-        .current_dir(&cx.proj)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let thread = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|v| v["type"] == "thread.started")
-        .and_then(|v| v["thread_id"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| panic!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    hooks_json(&cx, &app, "Stop");
+    let thread = cx.new_conversation_running_hooks("build the feature SAY_DONE");
     // A Claude Code conversation ends too, through the same entry point.
     let t = app.transcript("claude-conv", &app.proj, 1000);
     let stop = serde_json::json!({"hook_event_name": "Stop", "session_id": "claude-conv",

@@ -301,18 +301,7 @@ async fn pending(State(s): State<Shared>) -> Answer {
                 .collect::<Vec<_>>(),
         )
         .await?;
-    ok(&Value::Array(
-        snap.pending
-            .iter()
-            .map(|p| {
-                hooks_shapes::json::with_agent(
-                    hooks_shapes::json::pending(p),
-                    &agents,
-                    &p.session_id,
-                )
-            })
-            .collect(),
-    ))
+    ok(&hooks_shapes::json::pending_list(&snap.pending, &agents))
 }
 
 async fn runs(State(s): State<Shared>, q: Params) -> Answer {
@@ -326,13 +315,7 @@ async fn runs(State(s): State<Shared>, q: Params) -> Answer {
                 .collect::<Vec<_>>(),
         )
         .await?;
-    ok(&Value::Array(
-        runs.iter()
-            .map(|r| {
-                hooks_shapes::json::with_agent(hooks_shapes::json::run(r), &agents, &r.session_id)
-            })
-            .collect(),
-    ))
+    ok(&hooks_shapes::json::run_list(&runs, &agents))
 }
 
 async fn session(State(s): State<Shared>, SessionPath(id): SessionPath) -> Answer {

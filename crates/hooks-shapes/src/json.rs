@@ -52,17 +52,35 @@ pub fn hook(h: &Hook) -> Value {
     Value::Object(v)
 }
 
+/// Each conversation's agent by session, as `hooks_core::service::agents_of` gives it.
+pub type Agents = std::collections::BTreeMap<hooks_core::SessionId, String>;
+
 /// `v` (a pending entry's or a run's object) with `agent`: the agent of its conversation,
 /// `null` when the app knows nothing of the conversation.
-pub fn with_agent(
-    mut v: Value,
-    agents: &std::collections::BTreeMap<hooks_core::SessionId, String>,
-    session: &hooks_core::SessionId,
-) -> Value {
+fn with_agent(mut v: Value, agents: &Agents, session: &hooks_core::SessionId) -> Value {
     if let Some(m) = v.as_object_mut() {
         m.insert("agent".into(), json!(agents.get(session)));
     }
     v
+}
+
+/// Pending entries with their conversations' agents: `pending --json`, the API's queue.
+pub fn pending_list(entries: &[PendingEntry], agents: &Agents) -> Value {
+    Value::Array(
+        entries
+            .iter()
+            .map(|e| with_agent(pending(e), agents, &e.session_id))
+            .collect(),
+    )
+}
+
+/// Runs with their conversations' agents: `runs --json`, the API's run log.
+pub fn run_list(runs: &[RunRecord], agents: &Agents) -> Value {
+    Value::Array(
+        runs.iter()
+            .map(|r| with_agent(run(r), agents, &r.session_id))
+            .collect(),
+    )
 }
 
 /// A pending entry: `pending --json`.

@@ -285,8 +285,20 @@ impl CodexEnv {
     /// Starts a conversation: `codex exec --json "prompt"` in the project folder; returns
     /// the thread id.
     pub fn new_conversation(&self, prompt: &str) -> String {
+        self.exec_conversation(prompt, &[])
+    }
+
+    /// The same, with the hooks of `hooks.json` run as if a person had trusted them (a
+    /// person does once, in Codex's TUI).
+    pub fn new_conversation_running_hooks(&self, prompt: &str) -> String {
+        self.exec_conversation(prompt, &["--dangerously-bypass-hook-trust"])
+    }
+
+    fn exec_conversation(&self, prompt: &str, extra: &[&str]) -> String {
         let out = Command::new(codex_bin())
-            .args(["exec", "--json", "--skip-git-repo-check", prompt])
+            .args(["exec", "--json", "--skip-git-repo-check"])
+            .args(extra)
+            .arg(prompt)
             .envs(self.vars())
             .env_remove("OPENAI_BASE_URL")
             .current_dir(&self.proj)

@@ -1,7 +1,5 @@
 //! `pending`: the queue, with what each entry waits for.
 
-use serde_json::Value;
-
 use hooks_core::*;
 
 use crate::compose::{block_on, service};
@@ -56,18 +54,7 @@ pub fn pending(ctx: &Context, json: bool) -> AppResult {
     let ids: Vec<SessionId> = snap.pending.iter().map(|p| p.session_id.clone()).collect();
     let agents = block_on(hooks_core::service::agents_of(&ctx.meta(&store), &ids))??;
     if json {
-        print_json(&Value::Array(
-            snap.pending
-                .iter()
-                .map(|p| {
-                    hooks_shapes::json::with_agent(
-                        hooks_shapes::json::pending(p),
-                        &agents,
-                        &p.session_id,
-                    )
-                })
-                .collect(),
-        ));
+        print_json(&hooks_shapes::json::pending_list(&snap.pending, &agents));
         return Ok(());
     }
     let now = time::OffsetDateTime::now_utc();

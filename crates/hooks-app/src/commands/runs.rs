@@ -68,17 +68,7 @@ pub fn runs(
     let ids: Vec<SessionId> = runs.iter().map(|r| r.session_id.clone()).collect();
     let agents = block_on(hooks_core::service::agents_of(&ctx.meta(&store), &ids))??;
     if json {
-        print_json(&Value::Array(
-            runs.iter()
-                .map(|r| {
-                    hooks_shapes::json::with_agent(
-                        hooks_shapes::json::run(r),
-                        &agents,
-                        &r.session_id,
-                    )
-                })
-                .collect(),
-        ));
+        print_json(&hooks_shapes::json::run_list(&runs, &agents));
         return Ok(());
     }
     let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());

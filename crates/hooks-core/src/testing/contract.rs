@@ -296,16 +296,7 @@ pub async fn enqueue_event(store: &dyn HookStore) {
         .enqueue(vec![entry(&on.id, "old", t0())])
         .await
         .expect("enqueue");
-    let req = |s: &str| EnqueueRequest {
-        failure: None,
-        session: sid(s),
-        event: Event::ConversationDone,
-        stamps: Default::default(),
-        origin: Origin::Interactive,
-        subagent: false,
-        agent: None,
-        now: t0(),
-    };
+    let req = |s: &str| done_request(s, None);
     let d = store
         .enqueue_event(&req("old"))
         .await
@@ -1295,6 +1286,13 @@ pub async fn import_writes_the_whole_hook(store: &dyn HookStore) {
     );
 }
 
+/// A `conversation-done` in an interactive conversation `s` of `agent`, at `t0`.
+fn done_request(s: &str, agent: Option<&str>) -> EnqueueRequest {
+    let mut r = EnqueueRequest::new(sid(s), Event::ConversationDone, t0());
+    r.agent = agent.map(str::to_owned);
+    r
+}
+
 /// `enqueue_event` decides only on the hooks whose agent scope covers the conversation's
 /// agent (a conversation of no named agent is [`crate::DEFAULT_AGENT`]'s), and the store
 /// keeps a hook's scope through an update.
@@ -1313,16 +1311,7 @@ pub async fn enqueue_event_decides_only_the_hooks_for_the_conversations_agent(
         )
         .await
         .expect("scope it");
-    let req = |s: &str, agent: Option<&str>| EnqueueRequest {
-        failure: None,
-        session: sid(s),
-        event: Event::ConversationDone,
-        stamps: Default::default(),
-        origin: Origin::Interactive,
-        subagent: false,
-        agent: agent.map(str::to_owned),
-        now: t0(),
-    };
+    let req = done_request;
     let decided = |d: &[(HookId, EnqueueDecision)], id: &HookId| d.iter().any(|(h, _)| h == id);
     let d = store
         .enqueue_event(&req("claude-one", None))
