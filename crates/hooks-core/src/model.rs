@@ -561,7 +561,12 @@ impl History {
 }
 
 /// A hook: what to run, when, and for which conversations.
+///
+/// Hooks gain settings, so it is `#[non_exhaustive]`: a store outside this crate builds the
+/// hook it read with [`Hook::new`] and sets the fields it keeps; one it does not keep yet
+/// stays at a new hook's default.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Hook {
     /// The hook's id: the slug of its name, unique in the store.
     pub id: HookId,
@@ -600,7 +605,9 @@ pub struct Hook {
 }
 
 /// What the enqueue decision needs of a hook: its rules, without its status or history.
+/// `#[non_exhaustive]` as [`Hook`] is: build it with [`HookRules::new`] or from a hook.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HookRules {
     /// The hook's id: the slug of its name, unique in the store.
     pub id: HookId,
@@ -618,6 +625,25 @@ pub struct HookRules {
     pub errors: FailureKinds,
     /// Whose conversations it follows up.
     pub agent: AgentScope,
+}
+
+impl Hook {
+    /// The hook `id` named `name`, running `prompt_file`, with every other setting at the
+    /// default [`HookSpec::new`] gives a new hook, no creation time and no history: for a
+    /// store that reads a hook back and then sets the fields it keeps.
+    pub fn new(id: HookId, name: String, prompt_file: PromptFile) -> Self {
+        HookSpec::defaults(name, prompt_file).into_hook_at(id, None)
+    }
+}
+
+impl HookRules {
+    /// The rules of hook `id` for `event`, every other rule at a new hook's default (see
+    /// [`Hook::new`]): for a store that reads a hook's rules and sets the ones it keeps.
+    pub fn new(id: HookId, event: Event) -> Self {
+        let mut h = Hook::new(id, String::new(), PromptFile(String::new()));
+        h.event = event;
+        HookRules::from(&h)
+    }
 }
 
 impl From<&Hook> for HookRules {
@@ -670,8 +696,12 @@ impl HookSpec {
     /// A hook with the defaults a user would expect: enabled, 10 s, skips cron sessions and
     /// subagents, no context cap.
     pub fn new(name: &str, prompt_file: PromptFile) -> Result<Self, ValidationError> {
-        Ok(Self {
-            name: validate_name(name)?,
+        Ok(Self::defaults(validate_name(name)?, prompt_file))
+    }
+
+    fn defaults(name: String, prompt_file: PromptFile) -> Self {
+        Self {
+            name,
             event: Event::ConversationDone,
             delay: Delay(10),
             prompt_file,
@@ -684,7 +714,7 @@ impl HookSpec {
             errors: FailureKinds::default(),
             deliver: Delivery::Auto,
             agent: AgentScope::All,
-        })
+        }
     }
 
     /// The hook the store is seeded with.
@@ -785,6 +815,10 @@ impl HookSpec {
 
     /// The hook this spec makes, with its id, created `now`.
     pub fn into_hook(self, id: HookId, now: Timestamp) -> Hook {
+        self.into_hook_at(id, Some(now))
+    }
+
+    fn into_hook_at(self, id: HookId, created_at: Option<Timestamp>) -> Hook {
         Hook {
             id,
             name: self.name,
@@ -800,7 +834,7 @@ impl HookSpec {
             errors: self.errors,
             deliver: self.deliver,
             agent: self.agent,
-            created_at: Some(now),
+            created_at,
             last_status: None,
             history: History::default(),
         }
@@ -1074,8 +1108,10 @@ impl Origin {
     }
 }
 
-/// What the app has remembered about a session in its own files.
+/// What the app has remembered about a session in its own files. `#[non_exhaustive]`: a
+/// store outside this crate starts from `default()` and sets what it keeps.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct SessionState {
     /// The folder the conversation started in, set once.
     pub cwd: Option<String>,

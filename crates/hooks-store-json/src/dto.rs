@@ -297,24 +297,23 @@ impl HookDto {
                 })
                 .collect(),
         );
-        Ok(Hook {
-            errors: failure_kinds(self.errors.as_ref())?,
-            id,
-            name,
-            event: Event::parse(self.event.as_deref().unwrap_or(""))?,
-            delay,
-            prompt_file,
-            enabled: self.enabled.unwrap_or(false),
-            skip_cron: self.skip_cron.unwrap_or(false),
-            skip_subagents: self.skip_subagents.unwrap_or(false),
-            max_context,
-            max_cost,
-            max_lateness,
-            deliver: Delivery::parse(self.deliver.as_deref().unwrap_or(""))?,
-            agent: AgentScope::parse(self.agent.as_deref().unwrap_or(""))?,
-            created_at: self.created_at.as_deref().and_then(stamp::parse),
-            last_status: self.last_status.as_deref().map(Status::parse),
-            history,
+        Ok({
+            let mut o = Hook::new(id, name, prompt_file);
+            o.errors = failure_kinds(self.errors.as_ref())?;
+            o.event = Event::parse(self.event.as_deref().unwrap_or(""))?;
+            o.delay = delay;
+            o.enabled = self.enabled.unwrap_or(false);
+            o.skip_cron = self.skip_cron.unwrap_or(false);
+            o.skip_subagents = self.skip_subagents.unwrap_or(false);
+            o.max_context = max_context;
+            o.max_cost = max_cost;
+            o.max_lateness = max_lateness;
+            o.deliver = Delivery::parse(self.deliver.as_deref().unwrap_or(""))?;
+            o.agent = AgentScope::parse(self.agent.as_deref().unwrap_or(""))?;
+            o.created_at = self.created_at.as_deref().and_then(stamp::parse);
+            o.last_status = self.last_status.as_deref().map(Status::parse);
+            o.history = history;
+            o
         })
     }
 
@@ -428,15 +427,18 @@ impl RulesDto {
             (None, Some(m)) => whole("delayMinutes", m)?.saturating_mul(60),
             (None, None) => 0,
         };
-        Ok(HookRules {
-            errors: failure_kinds(d.errors.as_ref())?,
-            id: HookId::parse(key)?,
-            event: Event::parse(d.event.as_deref().unwrap_or(""))?,
-            delay: Delay::from_seconds(delay)?,
-            enabled: d.enabled.unwrap_or(false),
-            skip_cron: d.skip_cron.unwrap_or(false),
-            skip_subagents: d.skip_subagents.unwrap_or(false),
-            agent: AgentScope::parse(d.agent.as_deref().unwrap_or(""))?,
+        Ok({
+            let mut o = HookRules::new(
+                HookId::parse(key)?,
+                Event::parse(d.event.as_deref().unwrap_or(""))?,
+            );
+            o.errors = failure_kinds(d.errors.as_ref())?;
+            o.delay = Delay::from_seconds(delay)?;
+            o.enabled = d.enabled.unwrap_or(false);
+            o.skip_cron = d.skip_cron.unwrap_or(false);
+            o.skip_subagents = d.skip_subagents.unwrap_or(false);
+            o.agent = AgentScope::parse(d.agent.as_deref().unwrap_or(""))?;
+            o
         })
     }
 }

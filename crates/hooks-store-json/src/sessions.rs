@@ -135,17 +135,19 @@ impl SessionDto {
         self.lease = l.and_then(|l| serde_json::to_value(LeaseDto::from_lease(l)).ok());
     }
     fn to_state(&self) -> SessionState {
-        SessionState {
-            cwd: self.cwd.clone(),
-            transcript_path: self.transcript_path.clone(),
-            origin: self.origin.as_deref().and_then(|o| Origin::parse(o).ok()),
-            stamps: self
+        {
+            let mut o = SessionState::default();
+            o.cwd = self.cwd.clone();
+            o.transcript_path = self.transcript_path.clone();
+            o.origin = self.origin.as_deref().and_then(|o| Origin::parse(o).ok());
+            o.stamps = self
                 .hooks
                 .iter()
                 .filter_map(|(k, v)| Some((HookId::parse(k).ok()?, stamp::parse(v)?)))
-                .collect(),
+                .collect();
             // The meta tells it from the agent's files; it is not kept.
-            agent: None,
+            o.agent = None;
+            o
         }
     }
 }

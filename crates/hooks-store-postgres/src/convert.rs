@@ -17,29 +17,32 @@ pub fn hook_from_row(r: &Row) -> Result<Hook, StoreError> {
     let at: Vec<String> = r.get(12);
     let sessions: Vec<String> = r.get(13);
     let errors: Vec<String> = r.get(15);
-    Ok(Hook {
-        errors: FailureKinds::new(&errors).map_err(bad)?,
-        id: HookId::parse(key).map_err(bad)?,
-        name: r.get(1),
-        event: Event::parse(r.get(2)).map_err(bad)?,
-        delay: Delay::from_seconds(i64::from(r.get::<_, i32>(3))).map_err(bad)?,
-        prompt_file: PromptFile::parse(r.get(4)).map_err(bad)?,
-        enabled: r.get(5),
-        skip_cron: r.get(6),
-        skip_subagents: r.get(7),
-        max_context: ContextCap::from_k(i64::from(r.get::<_, i32>(8))).map_err(bad)?,
-        max_cost: CostCap::from_usd(r.get(9)).map_err(bad)?,
-        max_lateness: MaxLateness::from_seconds(i64::from(r.get::<_, i32>(14))).map_err(bad)?,
-        deliver: Delivery::parse(r.get(16)).map_err(bad)?,
-        agent: AgentScope::parse(r.get::<_, Option<&str>>(17).unwrap_or("")).map_err(bad)?,
-        created_at: r.get(10),
-        last_status: r.get::<_, Option<&str>>(11).map(Status::parse),
-        history: History::from_entries(
+    Ok({
+        let mut o = Hook::new(
+            HookId::parse(key).map_err(bad)?,
+            r.get(1),
+            PromptFile::parse(r.get(4)).map_err(bad)?,
+        );
+        o.errors = FailureKinds::new(&errors).map_err(bad)?;
+        o.event = Event::parse(r.get(2)).map_err(bad)?;
+        o.delay = Delay::from_seconds(i64::from(r.get::<_, i32>(3))).map_err(bad)?;
+        o.enabled = r.get(5);
+        o.skip_cron = r.get(6);
+        o.skip_subagents = r.get(7);
+        o.max_context = ContextCap::from_k(i64::from(r.get::<_, i32>(8))).map_err(bad)?;
+        o.max_cost = CostCap::from_usd(r.get(9)).map_err(bad)?;
+        o.max_lateness = MaxLateness::from_seconds(i64::from(r.get::<_, i32>(14))).map_err(bad)?;
+        o.deliver = Delivery::parse(r.get(16)).map_err(bad)?;
+        o.agent = AgentScope::parse(r.get::<_, Option<&str>>(17).unwrap_or("")).map_err(bad)?;
+        o.created_at = r.get(10);
+        o.last_status = r.get::<_, Option<&str>>(11).map(Status::parse);
+        o.history = History::from_entries(
             at.into_iter()
                 .zip(sessions)
                 .map(|(key, session)| HistoryEntry { key, session })
                 .collect(),
-        ),
+        );
+        o
     })
 }
 
@@ -47,15 +50,18 @@ pub fn rules_from_row(r: &Row) -> Result<HookRules, StoreError> {
     let key: &str = r.get(0);
     let bad = |e: ValidationError| corrupt("hooks", &format!("hook {key:?}"), &e);
     let errors: Vec<String> = r.get(6);
-    Ok(HookRules {
-        errors: FailureKinds::new(&errors).map_err(bad)?,
-        id: HookId::parse(key).map_err(bad)?,
-        event: Event::parse(r.get(1)).map_err(bad)?,
-        delay: Delay::from_seconds(i64::from(r.get::<_, i32>(2))).map_err(bad)?,
-        enabled: r.get(3),
-        skip_cron: r.get(4),
-        skip_subagents: r.get(5),
-        agent: AgentScope::parse(r.get::<_, Option<&str>>(7).unwrap_or("")).map_err(bad)?,
+    Ok({
+        let mut o = HookRules::new(
+            HookId::parse(key).map_err(bad)?,
+            Event::parse(r.get(1)).map_err(bad)?,
+        );
+        o.errors = FailureKinds::new(&errors).map_err(bad)?;
+        o.delay = Delay::from_seconds(i64::from(r.get::<_, i32>(2))).map_err(bad)?;
+        o.enabled = r.get(3);
+        o.skip_cron = r.get(4);
+        o.skip_subagents = r.get(5);
+        o.agent = AgentScope::parse(r.get::<_, Option<&str>>(7).unwrap_or("")).map_err(bad)?;
+        o
     })
 }
 
@@ -378,15 +384,17 @@ fn process(pid: Option<i64>, start: Option<i64>) -> Option<ProcessRef> {
 /// A session's row by `SESSION_COLUMNS`: its state (without stamps) and its lease. A lease
 /// that does not read still holds the session until it expires at once, as in the files.
 pub fn session_from_row(r: &Row) -> (SessionState, Option<RunLease>) {
-    let state = SessionState {
-        cwd: r.get(1),
-        transcript_path: r.get(2),
-        origin: r
+    let state = {
+        let mut o = SessionState::default();
+        o.cwd = r.get(1);
+        o.transcript_path = r.get(2);
+        o.origin = r
             .get::<_, Option<&str>>(3)
-            .and_then(|o| Origin::parse(o).ok()),
-        stamps: Default::default(),
+            .and_then(|o| Origin::parse(o).ok());
+        o.stamps = Default::default();
         // The meta tells it from the agent's files; it is not kept.
-        agent: None,
+        o.agent = None;
+        o
     };
     let lease = r.get::<_, Option<String>>(4).map(|run_id| {
         let read = || -> Option<RunLease> {
