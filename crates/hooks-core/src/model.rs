@@ -990,6 +990,7 @@ pub struct Claim {
 
 /// One queued firing of a hook for a session. (hook, session) is unique in the queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PendingEntry {
     /// The hook to fire.
     pub hook_id: HookId,
@@ -1010,6 +1011,22 @@ pub struct PendingEntry {
 }
 
 impl PendingEntry {
+    /// An entry of `hook_id` for `session_id`, due at `due_at`: never retried, claimed or
+    /// waiting, no failure, no time queued. `#[non_exhaustive]`: a store outside this crate
+    /// starts here and sets the fields it keeps.
+    pub fn new(hook_id: HookId, session_id: SessionId, due_at: DueAt) -> Self {
+        Self {
+            hook_id,
+            session_id,
+            due_at,
+            queued_at: None,
+            retries: 0,
+            claim: None,
+            waiting: None,
+            error: None,
+        }
+    }
+
     /// Its (hook, session) key.
     pub fn key(&self) -> EntryKey {
         EntryKey {
@@ -1384,7 +1401,9 @@ impl RunOutcome {
 /// A run as the run log tells it. A run is logged when it starts (no `finished_at`, no
 /// status) and again when it ends; lines with one `run_id` fold into one record
 /// ([`fold_runs`]). A record without a `run_id` is a line of an older log, whole in itself.
+/// `#[non_exhaustive]`: a store outside this crate builds one with [`RunRecord::new`].
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct RunRecord {
     /// Names the run: its lines in the run log share it.
     pub run_id: Option<String>,
@@ -1412,6 +1431,24 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A run of hook `hook_id` on `session_id` that started at `started_at`, nothing else
+    /// known yet (no run id, process, end, outcome, estimate or model; not delivered).
+    pub fn new(hook_id: HookId, session_id: SessionId, started_at: Timestamp) -> Self {
+        Self {
+            run_id: None,
+            hook_id,
+            session_id,
+            owner: None,
+            process: None,
+            started_at,
+            finished_at: None,
+            outcome: RunOutcome::default(),
+            estimated_cost_usd: None,
+            model: None,
+            delivered: false,
+        }
+    }
+
     /// Whether anything ran: a process was started or a runner reported a result. The
     /// run log also holds one line for every entry that ended before that (a skip, an
     /// error before the start, a hook deleted while its entry waited).

@@ -454,36 +454,41 @@ mod openapi_tests {
             undocumented("Hook", &hooks_shapes::json::hook(&hook)),
             Vec::<String>::new()
         );
-        let entry = PendingEntry {
-            hook_id: continue_after_limit_id(),
-            session_id: SessionId::parse("s1").unwrap(),
-            due_at: DueAt::At(t("2026-12-01T01:00:00+0000")),
-            queued_at: Some(t("2026-12-01T00:00:00+0000")),
-            retries: 1,
-            claim: Some(Claim {
+        let entry = {
+            let mut o = PendingEntry::new(
+                continue_after_limit_id(),
+                SessionId::parse("s1").unwrap(),
+                DueAt::At(t("2026-12-01T01:00:00+0000")),
+            );
+            o.queued_at = Some(t("2026-12-01T00:00:00+0000"));
+            o.retries = 1;
+            o.claim = Some(Claim {
                 owner: "me".into(),
                 expires_at: t("2026-12-01T02:00:00+0000"),
-            }),
-            waiting: Some(Waiting {
+            });
+            o.waiting = Some(Waiting {
                 reason: "conversation open in claude".into(),
                 since: t("2026-12-01T00:30:00+0000"),
                 open: true,
-            }),
-            error: Some(FailureKind::RateLimit),
+            });
+            o.error = Some(FailureKind::RateLimit);
+            o
         };
         assert_eq!(
             undocumented("Pending", &hooks_shapes::json::pending(&entry)),
             Vec::<String>::new()
         );
-        let run = RunRecord {
-            run_id: Some("me#1".into()),
-            hook_id: post_task_id(),
-            session_id: SessionId::parse("s1").unwrap(),
-            owner: Some("me".into()),
-            process: Some(ProcessRef { pid: 42, start: 7 }),
-            started_at: t("2026-12-01T00:00:00+0000"),
-            finished_at: Some(t("2026-12-01T00:01:00+0000")),
-            outcome: {
+        let run = {
+            let mut o = RunRecord::new(
+                post_task_id(),
+                SessionId::parse("s1").unwrap(),
+                t("2026-12-01T00:00:00+0000"),
+            );
+            o.run_id = Some("me#1".into());
+            o.owner = Some("me".into());
+            o.process = Some(ProcessRef { pid: 42, start: 7 });
+            o.finished_at = Some(t("2026-12-01T00:01:00+0000"));
+            o.outcome = {
                 let mut o = RunOutcome::new(Status::Ok);
                 o.exit_code = Some(0);
                 o.completed = Some(true);
@@ -495,10 +500,11 @@ mod openapi_tests {
                 o.result_text = Some("COMPLETED".into());
                 o.api_error_status = None;
                 o
-            },
-            estimated_cost_usd: Some(0.02),
-            model: Some("claude-x".into()),
-            delivered: false,
+            };
+            o.estimated_cost_usd = Some(0.02);
+            o.model = Some("claude-x".into());
+            o.delivered = false;
+            o
         };
         assert_eq!(
             undocumented("Run", &hooks_shapes::json::run(&run)),

@@ -286,34 +286,39 @@ mod tests {
 
     #[test]
     fn a_pending_entry_is_shown_as_the_store_keeps_it() {
-        let base = PendingEntry {
-            error: None,
-            hook_id: post_task_id(),
-            session_id: SessionId::parse("s1").expect("id"),
-            due_at: DueAt::At(t("2026-12-01T00:00:10+0000")),
-            queued_at: Some(t("2026-12-01T00:00:00+0000")),
-            retries: 2,
-            claim: None,
-            waiting: None,
+        let base = {
+            let mut o = PendingEntry::new(
+                post_task_id(),
+                SessionId::parse("s1").expect("id"),
+                DueAt::At(t("2026-12-01T00:00:10+0000")),
+            );
+            o.error = None;
+            o.queued_at = Some(t("2026-12-01T00:00:00+0000"));
+            o.retries = 2;
+            o.claim = None;
+            o.waiting = None;
+            o
         };
-        let claimed = PendingEntry {
-            claim: Some(Claim {
+        let claimed = {
+            let mut o = base.clone();
+            o.claim = Some(Claim {
                 owner: "vm:42:abc".into(),
                 expires_at: t("2026-12-01T00:01:40+0000"),
-            }),
-            waiting: Some(Waiting {
+            });
+            o.waiting = Some(Waiting {
                 reason: "conversation open in claude, pid 7, interactive, idle".into(),
                 since: t("2026-12-01T00:00:20+0000"),
                 open: true,
-            }),
+            });
             // Waiting for the conversation to close, it is kept until it gives up.
-            due_at: DueAt::At(t("2026-12-02T00:00:20+0000")),
-            ..base.clone()
+            o.due_at = DueAt::At(t("2026-12-02T00:00:20+0000"));
+            o
         };
-        let legacy = PendingEntry {
-            due_at: DueAt::Unparseable("soon".into()),
-            queued_at: None,
-            ..base.clone()
+        let legacy = {
+            let mut o = base.clone();
+            o.due_at = DueAt::Unparseable("soon".into());
+            o.queued_at = None;
+            o
         };
         let want = [
             r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:10+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2}"#,
@@ -327,26 +332,30 @@ mod tests {
 
     #[test]
     fn a_run_is_shown_as_the_run_log_keeps_it() {
-        let started = RunRecord {
-            run_id: Some("vm:42:abc#3".into()),
-            hook_id: post_task_id(),
-            session_id: SessionId::parse("s1").expect("id"),
-            owner: Some("vm:42:abc".into()),
-            process: None,
-            started_at: t("2026-12-01T00:00:10+0000"),
-            finished_at: None,
-            outcome: RunOutcome::default(),
-            estimated_cost_usd: Some(0.42),
-            model: Some("claude-sonnet-4-5".into()),
-            delivered: false,
+        let started = {
+            let mut o = RunRecord::new(
+                post_task_id(),
+                SessionId::parse("s1").expect("id"),
+                t("2026-12-01T00:00:10+0000"),
+            );
+            o.run_id = Some("vm:42:abc#3".into());
+            o.owner = Some("vm:42:abc".into());
+            o.process = None;
+            o.finished_at = None;
+            o.outcome = RunOutcome::default();
+            o.estimated_cost_usd = Some(0.42);
+            o.model = Some("claude-sonnet-4-5".into());
+            o.delivered = false;
+            o
         };
-        let finished = RunRecord {
-            process: Some(ProcessRef {
+        let finished = {
+            let mut o = started.clone();
+            o.process = Some(ProcessRef {
                 pid: 4242,
                 start: 99,
-            }),
-            finished_at: Some(started.started_at + Duration::seconds(30)),
-            outcome: {
+            });
+            o.finished_at = Some(started.started_at + Duration::seconds(30));
+            o.outcome = {
                 let mut o = RunOutcome::default();
                 o.api_error_status = None;
                 o.status = Some(Status::Ok);
@@ -364,15 +373,16 @@ mod tests {
                 o.session_id = None;
                 o.result_text = None;
                 o
-            },
-            ..started.clone()
+            };
+            o
         };
-        let legacy = RunRecord {
-            run_id: None,
-            owner: None,
-            estimated_cost_usd: None,
-            model: None,
-            ..finished.clone()
+        let legacy = {
+            let mut o = finished.clone();
+            o.run_id = None;
+            o.owner = None;
+            o.estimated_cost_usd = None;
+            o.model = None;
+            o
         };
         let want = [
             r#"{"runId":"vm:42:abc#3","hookId":"post-task","sessionId":"s1","owner":"vm:42:abc","startedAt":"2026-12-01T00:00:10+0000","status":null,"exitCode":null,"completed":null,"numTurns":null,"costUsd":null,"estimatedCostUsd":0.42,"model":"claude-sonnet-4-5","usage":null,"durationMs":null,"delivery":"resumed"}"#,

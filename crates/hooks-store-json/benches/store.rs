@@ -24,15 +24,18 @@ fn block_on<F: Future>(f: F) -> F::Output {
 }
 
 fn entry(s: &str, due: OffsetDateTime) -> PendingEntry {
-    PendingEntry {
-        error: None,
-        hook_id: post_task_id(),
-        session_id: SessionId::parse(s).expect("session id"),
-        due_at: DueAt::At(due),
-        queued_at: Some(due),
-        retries: 0,
-        claim: None,
-        waiting: None,
+    {
+        let mut o = PendingEntry::new(
+            post_task_id(),
+            SessionId::parse(s).expect("session id"),
+            DueAt::At(due),
+        );
+        o.error = None;
+        o.queued_at = Some(due);
+        o.retries = 0;
+        o.claim = None;
+        o.waiting = None;
+        o
     }
 }
 

@@ -523,23 +523,26 @@ impl PendingDto {
             }),
             _ => None,
         };
-        Ok(PendingEntry {
+        Ok({
+            let mut o = PendingEntry::new(
+                HookId::parse(&self.hook_id)?,
+                SessionId::parse(&self.session_id)?,
+                due_at,
+            );
             // A name this version does not know still follows a failure up.
-            error: self.error.as_deref().map(FailureKind::from_claude),
-            hook_id: HookId::parse(&self.hook_id)?,
-            session_id: SessionId::parse(&self.session_id)?,
-            due_at,
-            queued_at: self.queued_at.as_deref().and_then(stamp::parse),
-            retries,
-            claim,
+            o.error = self.error.as_deref().map(FailureKind::from_claude);
+            o.queued_at = self.queued_at.as_deref().and_then(stamp::parse);
+            o.retries = retries;
+            o.claim = claim;
             // A wait that cannot be read is dropped: the next fire decides afresh.
-            waiting: self.waiting.as_ref().and_then(|w| {
+            o.waiting = self.waiting.as_ref().and_then(|w| {
                 Some(Waiting {
                     reason: w.reason.clone(),
                     since: stamp::parse(&w.since)?,
                     open: w.open,
                 })
-            }),
+            });
+            o
         })
     }
 
@@ -651,18 +654,20 @@ impl RunDto {
             Some(f) => Some(stamp::parse(f)?),
             None => None,
         };
-        Some(RunRecord {
-            run_id: self.run_id.clone(),
-            hook_id: HookId::parse(&self.hook_id).ok()?,
-            session_id: SessionId::parse(&self.session_id).ok()?,
-            owner: self.owner.clone(),
-            process: match (self.pid, self.proc_start) {
+        Some({
+            let mut o = RunRecord::new(
+                HookId::parse(&self.hook_id).ok()?,
+                SessionId::parse(&self.session_id).ok()?,
+                stamp::parse(&self.started_at)?,
+            );
+            o.run_id = self.run_id.clone();
+            o.owner = self.owner.clone();
+            o.process = match (self.pid, self.proc_start) {
                 (Some(pid), Some(start)) => Some(ProcessRef { pid, start }),
                 _ => None,
-            },
-            started_at: stamp::parse(&self.started_at)?,
-            finished_at,
-            outcome: {
+            };
+            o.finished_at = finished_at;
+            o.outcome = {
                 let mut o = RunOutcome::default();
                 o.api_error_status = None;
                 o.status = self.status.as_deref().map(Status::parse);
@@ -680,10 +685,11 @@ impl RunDto {
                 o.session_id = None;
                 o.result_text = self.reply.clone();
                 o
-            },
-            estimated_cost_usd: self.estimated_cost_usd,
-            model: self.model.clone(),
-            delivered: self.delivered,
+            };
+            o.estimated_cost_usd = self.estimated_cost_usd;
+            o.model = self.model.clone();
+            o.delivered = self.delivered;
+            o
         })
     }
 }

@@ -152,15 +152,14 @@ pub fn pending_from_row(r: &Row) -> Result<PendingEntry, StoreError> {
         }),
         _ => None,
     };
-    Ok(PendingEntry {
-        error: r.get::<_, Option<&str>>(10).map(FailureKind::from_claude),
-        hook_id: key.hook_id,
-        session_id: key.session_id,
-        due_at: DueAt::At(r.get(2)),
-        queued_at: r.get(3),
-        retries: r.get::<_, i32>(4).max(0) as u32,
-        claim,
-        waiting,
+    Ok({
+        let mut o = PendingEntry::new(key.hook_id, key.session_id, DueAt::At(r.get(2)));
+        o.error = r.get::<_, Option<&str>>(10).map(FailureKind::from_claude);
+        o.queued_at = r.get(3);
+        o.retries = r.get::<_, i32>(4).max(0) as u32;
+        o.claim = claim;
+        o.waiting = waiting;
+        o
     })
 }
 
@@ -246,15 +245,17 @@ pub fn run_from_row(r: &Row) -> Option<RunRecord> {
         cache_read_input_tokens: u64_of(r.get(15)),
         output_tokens: u64_of(r.get(16)),
     });
-    Some(RunRecord {
-        run_id: r.get(0),
-        hook_id: HookId::parse(r.get(1)).ok()?,
-        session_id: SessionId::parse(r.get(2)).ok()?,
-        owner: r.get(3),
-        process,
-        started_at: r.get(6),
-        finished_at: r.get(7),
-        outcome: {
+    Some({
+        let mut o = RunRecord::new(
+            HookId::parse(r.get(1)).ok()?,
+            SessionId::parse(r.get(2)).ok()?,
+            r.get(6),
+        );
+        o.run_id = r.get(0);
+        o.owner = r.get(3);
+        o.process = process;
+        o.finished_at = r.get(7);
+        o.outcome = {
             let mut o = RunOutcome::default();
             o.api_error_status = None;
             o.status = r.get::<_, Option<&str>>(8).map(Status::parse);
@@ -267,10 +268,11 @@ pub fn run_from_row(r: &Row) -> Option<RunRecord> {
             o.session_id = r.get(19);
             o.result_text = r.get(20);
             o
-        },
-        estimated_cost_usd: r.get(21),
-        model: r.get(22),
-        delivered: r.get(23),
+        };
+        o.estimated_cost_usd = r.get(21);
+        o.model = r.get(22);
+        o.delivered = r.get(23);
+        o
     })
 }
 

@@ -200,9 +200,10 @@ fn copy(ctx: &Context, from: &str, to: &str, merge: bool) -> AppResult {
         let entries: Vec<PendingEntry> = s
             .pending
             .iter()
-            .map(|p| PendingEntry {
-                claim: None,
-                ..p.clone()
+            .map(|p| {
+                let mut o = p.clone();
+                o.claim = None;
+                o
             })
             .collect();
         let queued = dst

@@ -42,16 +42,18 @@ fn main() -> ExitCode {
                 let first: usize = args.get(2).and_then(|s| s.parse().ok()).ok_or("FIRST")?;
                 let count: usize = args.get(3).and_then(|s| s.parse().ok()).ok_or("COUNT")?;
                 for i in first..first + count {
-                    let entry = PendingEntry {
-                        error: None,
-                        hook_id: post_task_id(),
-                        session_id: SessionId::parse(&format!("s{i}"))
-                            .map_err(|e| e.to_string())?,
-                        due_at: DueAt::At(now),
-                        queued_at: Some(now),
-                        retries: 0,
-                        claim: None,
-                        waiting: None,
+                    let entry = {
+                        let mut o = PendingEntry::new(
+                            post_task_id(),
+                            SessionId::parse(&format!("s{i}")).map_err(|e| e.to_string())?,
+                            DueAt::At(now),
+                        );
+                        o.error = None;
+                        o.queued_at = Some(now);
+                        o.retries = 0;
+                        o.claim = None;
+                        o.waiting = None;
+                        o
                     };
                     block_on(store.enqueue(vec![entry])).map_err(|e| e.to_string())?;
                 }

@@ -314,24 +314,23 @@ async fn the_last_good_copy_is_kept() {
 async fn run_log_is_append_only_json_lines() {
     let dir = tempfile::tempdir().unwrap();
     let store = JsonStore::open(dir.path(), now()).unwrap();
-    let rec = RunRecord {
-        run_id: None,
-        hook_id: post_task_id(),
-        session_id: SessionId::parse("s1").unwrap(),
-        owner: None,
-        process: None,
-        started_at: now(),
-        finished_at: Some(now() + Duration::seconds(3)),
-        outcome: {
+    let rec = {
+        let mut o = RunRecord::new(post_task_id(), SessionId::parse("s1").unwrap(), now());
+        o.run_id = None;
+        o.owner = None;
+        o.process = None;
+        o.finished_at = Some(now() + Duration::seconds(3));
+        o.outcome = {
             let mut o = RunOutcome::new(Status::Ok);
             o.exit_code = Some(0);
             o.completed = Some(true);
             o.cost_usd = Some(0.02831);
             o
-        },
-        estimated_cost_usd: None,
-        model: None,
-        delivered: false,
+        };
+        o.estimated_cost_usd = None;
+        o.model = None;
+        o.delivered = false;
+        o
     };
     store.append_run(&rec).await.unwrap();
     let mut f = fs::OpenOptions::new()
@@ -381,22 +380,25 @@ async fn the_run_log_is_read_from_its_end_as_far_as_a_listing_asks() {
     drop(old);
     for i in 0..10 {
         let at = now() + Duration::minutes(i * 10);
-        let rec = RunRecord {
-            run_id: Some(format!("r{i}")),
-            hook_id: post_task_id(),
-            session_id: SessionId::parse(&format!("s{i}")).unwrap(),
-            owner: None,
-            process: None,
-            started_at: at,
-            finished_at: Some(at + Duration::seconds(30)),
-            outcome: {
+        let rec = {
+            let mut o = RunRecord::new(
+                post_task_id(),
+                SessionId::parse(&format!("s{i}")).unwrap(),
+                at,
+            );
+            o.run_id = Some(format!("r{i}"));
+            o.owner = None;
+            o.process = None;
+            o.finished_at = Some(at + Duration::seconds(30));
+            o.outcome = {
                 let mut o = RunOutcome::new(Status::Ok);
                 o.cost_usd = Some(0.01);
                 o
-            },
-            estimated_cost_usd: None,
-            model: None,
-            delivered: false,
+            };
+            o.estimated_cost_usd = None;
+            o.model = None;
+            o.delivered = false;
+            o
         };
         store.append_run(&rec).await.unwrap();
     }

@@ -14,15 +14,18 @@ pub fn now() -> OffsetDateTime {
 
 /// A pending entry of the post-task hook for `session`, due at `due`.
 pub fn due_entry(session: &str, due: OffsetDateTime) -> PendingEntry {
-    PendingEntry {
-        error: None,
-        hook_id: post_task_id(),
-        session_id: SessionId::parse(session).unwrap(),
-        due_at: DueAt::At(due),
-        queued_at: Some(due),
-        retries: 0,
-        claim: None,
-        waiting: None,
+    {
+        let mut o = PendingEntry::new(
+            post_task_id(),
+            SessionId::parse(session).unwrap(),
+            DueAt::At(due),
+        );
+        o.error = None;
+        o.queued_at = Some(due);
+        o.retries = 0;
+        o.claim = None;
+        o.waiting = None;
+        o
     }
 }
 
