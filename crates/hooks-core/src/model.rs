@@ -859,8 +859,10 @@ pub fn continue_after_limit_id() -> HookId {
     HookId("continue-after-limit".to_owned())
 }
 
-/// A change to a hook: each `Some` field replaces the hook's value.
+/// A change to a hook: each `Some` field replaces the hook's value. `#[non_exhaustive]` as
+/// hooks gain settings: start from `default()` and set what changes.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct HookPatch {
     /// When set, the new value of: what people call it.
     pub name: Option<String>,

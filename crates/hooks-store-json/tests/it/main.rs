@@ -168,23 +168,19 @@ async fn loads_the_original_format() {
 async fn a_rewrite_keeps_unknown_fields_and_migrates() {
     let (d, store) = store_with(&fs::read_to_string(fixture("original-v1.json")).unwrap());
     store
-        .update_hook(
-            &HookId::parse("post-task").unwrap(),
-            &HookPatch {
-                enabled: Some(false),
-                ..Default::default()
-            },
-        )
+        .update_hook(&HookId::parse("post-task").unwrap(), &{
+            let mut o = HookPatch::default();
+            o.enabled = Some(false);
+            o
+        })
         .await
         .unwrap();
     store
-        .update_hook(
-            &HookId::parse("changelog").unwrap(),
-            &HookPatch {
-                enabled: Some(true),
-                ..Default::default()
-            },
-        )
+        .update_hook(&HookId::parse("changelog").unwrap(), &{
+            let mut o = HookPatch::default();
+            o.enabled = Some(true);
+            o
+        })
         .await
         .unwrap();
     let v = read_json(&d.path().join(STORE_FILE));
@@ -293,13 +289,11 @@ async fn the_last_good_copy_is_kept() {
     let store = JsonStore::open(dir.path(), now()).unwrap();
     let before = fs::read(dir.path().join(STORE_FILE)).unwrap();
     store
-        .update_hook(
-            &post_task_id(),
-            &HookPatch {
-                enabled: Some(false),
-                ..Default::default()
-            },
-        )
+        .update_hook(&post_task_id(), &{
+            let mut o = HookPatch::default();
+            o.enabled = Some(false);
+            o
+        })
         .await
         .unwrap();
     assert_eq!(
@@ -534,9 +528,10 @@ async fn a_cost_cap_is_stored_as_max_cost_usd_and_only_where_set() {
         file()["hooks"]["post-task"].get("maxCostUsd").is_none(),
         "a hook without a cap gets no field"
     );
-    let cap = |usd: &str| HookPatch {
-        max_cost: Some(CostCap::parse(usd).unwrap()),
-        ..Default::default()
+    let cap = |usd: &str| {
+        let mut o = HookPatch::default();
+        o.max_cost = Some(CostCap::parse(usd).unwrap());
+        o
     };
     let h = store
         .update_hook(&post_task_id(), &cap("0.5"))
@@ -573,22 +568,25 @@ async fn a_lateness_limit_is_kept_once_however_often_the_hook_is_rewritten() {
             .get("maxLatenessSeconds")
             .is_none()
     );
-    let late = HookPatch {
-        max_lateness: Some(MaxLateness::parse("600").unwrap()),
-        ..Default::default()
+    let late = {
+        let mut o = HookPatch::default();
+        o.max_lateness = Some(MaxLateness::parse("600").unwrap());
+        o
     };
     store.update_hook(&post_task_id(), &late).await.unwrap();
     // Rewritten again and again (a rename, a toggle): the field stays one field.
     for name in ["one", "two"] {
-        let p = HookPatch {
-            name: Some(name.into()),
-            ..Default::default()
+        let p = {
+            let mut o = HookPatch::default();
+            o.name = Some(name.into());
+            o
         };
         store.update_hook(&post_task_id(), &p).await.unwrap();
     }
-    let off = HookPatch {
-        enabled: Some(false),
-        ..Default::default()
+    let off = {
+        let mut o = HookPatch::default();
+        o.enabled = Some(false);
+        o
     };
     store.update_hook(&post_task_id(), &off).await.unwrap();
     let text = std::fs::read_to_string(dir.path().join(STORE_FILE)).unwrap();

@@ -149,11 +149,12 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 )));
             };
             let mut spec = HookSpec::new(&name, PromptFile::parse(&prompt_file)?)?;
-            spec.apply(&HookPatch {
-                enabled: Some(!disabled),
-                skip_cron: Some(!include_cron),
-                skip_subagents: Some(!include_subagents),
-                ..patch_of(&values)?
+            spec.apply(&{
+                let mut o = patch_of(&values)?;
+                o.enabled = Some(!disabled);
+                o.skip_cron = Some(!include_cron);
+                o.skip_subagents = Some(!include_subagents);
+                o
             });
             warn_missing_prompt(ctx, &spec.prompt_file);
             check_for_agent(ctx, &spec.agent, &spec.prompt_file)?;
@@ -185,13 +186,14 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                     None
                 }
             };
-            let patch = HookPatch {
-                name: name.as_deref().map(validate_name).transpose()?,
-                prompt_file: prompt_file.as_deref().map(PromptFile::parse).transpose()?,
-                enabled: flag(enabled, disabled),
-                skip_cron: flag(skip_cron, include_cron),
-                skip_subagents: flag(skip_subagents, include_subagents),
-                ..patch_of(&values)?
+            let patch = {
+                let mut o = patch_of(&values)?;
+                o.name = name.as_deref().map(validate_name).transpose()?;
+                o.prompt_file = prompt_file.as_deref().map(PromptFile::parse).transpose()?;
+                o.enabled = flag(enabled, disabled);
+                o.skip_cron = flag(skip_cron, include_cron);
+                o.skip_subagents = flag(skip_subagents, include_subagents);
+                o
             };
             if patch.is_empty() {
                 return Err(AppError::invalid(
@@ -294,23 +296,24 @@ fn check_for_agent(ctx: &Context, agent: &AgentScope, file: &PromptFile) -> AppR
 
 /// The values `hooks create` and `hooks update` share, checked: each error names its field.
 fn patch_of(v: &HookValues) -> AppResult<HookPatch> {
-    Ok(HookPatch {
-        delay: v.delay.as_deref().map(Delay::parse).transpose()?,
-        event: v.event.as_deref().map(Event::parse).transpose()?,
-        errors: v.errors.as_deref().map(FailureKinds::parse).transpose()?,
-        max_context: v
+    Ok({
+        let mut o = HookPatch::default();
+        o.delay = v.delay.as_deref().map(Delay::parse).transpose()?;
+        o.event = v.event.as_deref().map(Event::parse).transpose()?;
+        o.errors = v.errors.as_deref().map(FailureKinds::parse).transpose()?;
+        o.max_context = v
             .max_context_k
             .as_deref()
             .map(ContextCap::parse)
-            .transpose()?,
-        max_cost: v.max_cost_usd.as_deref().map(CostCap::parse).transpose()?,
-        max_lateness: v
+            .transpose()?;
+        o.max_cost = v.max_cost_usd.as_deref().map(CostCap::parse).transpose()?;
+        o.max_lateness = v
             .max_lateness
             .as_deref()
             .map(MaxLateness::parse)
-            .transpose()?,
-        deliver: v.deliver.as_deref().map(Delivery::parse).transpose()?,
-        agent: v.agent.as_deref().map(AgentScope::parse).transpose()?,
-        ..HookPatch::default()
+            .transpose()?;
+        o.deliver = v.deliver.as_deref().map(Delivery::parse).transpose()?;
+        o.agent = v.agent.as_deref().map(AgentScope::parse).transpose()?;
+        o
     })
 }
