@@ -457,3 +457,66 @@ fn a_codex_hook_whose_prompt_codex_cannot_run_is_refused_when_it_is_made() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("agent"), "{err}");
 }
+
+/// A person who keeps Codex's hooks in `config.toml` gets hooks-app's entries there, not in
+/// a second hooks.json (Codex warns when one layer has both): a dry run shows only the
+/// block, the real Codex runs the entry, and uninstall takes exactly that block out, the
+/// file coming back byte for byte, or with what Codex wrote since (its trust record) kept.
+#[test]
+fn install_for_codex_adds_to_config_toml_where_the_person_keeps_hooks() {
+    let (_api, cx, app) = codex_user();
+    let cfg = cx.codex_home().join("config.toml");
+    let read = || std::fs::read_to_string(&cfg).unwrap();
+    let mut mine = read();
+    mine.push_str(
+        "\n[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"true\"\n",
+    );
+    std::fs::write(&cfg, &mine).unwrap();
+    let install = ["install", "--agent", "codex", "--daemon", "none"];
+    let dry = app.ok(&[&install[..], &["--dry-run"]].concat());
+    assert!(
+        dry.contains("would add to") && dry.contains("[[hooks.Stop]]") && !dry.contains("base_url"),
+        "only the block is shown: {dry}"
+    );
+    assert_eq!(read(), mine, "a dry run writes nothing");
+    app.ok(&install);
+    assert!(
+        !cx.codex_home().join("hooks.json").exists(),
+        "no second layer of hooks"
+    );
+    let text = read();
+    assert!(
+        text.starts_with(&mine) && text.contains("claude-hook"),
+        "{text}"
+    );
+    let o = app.ok(&install);
+    assert!(o.contains("nothing to change"), "{o}");
+    app.ok(&["uninstall", "--agent", "codex", "--daemon", "none"]);
+    assert_eq!(read(), mine, "byte for byte");
+    // Installed again, the real Codex runs the entry on a conversation's DONE.
+    app.ok(&install);
+    let thread = cx.new_conversation_running_hooks("build the feature SAY_DONE");
+    assert!(
+        app.pending()
+            .iter()
+            .any(|p| p["sessionId"] == thread.as_str()),
+        "queued by the Stop entry in config.toml: {:?}",
+        app.pending()
+    );
+    // Codex records a person's trust in the same file; doctor sees it, and uninstall
+    // leaves it.
+    let trust = format!(
+        "\n[hooks.state.\"{}:stop:1:0\"]\ntrusted_hash = \"sha256:00\"\n",
+        cfg.display()
+    );
+    std::fs::write(&cfg, format!("{}{trust}", read())).unwrap();
+    let codex = codex_bin();
+    let doctor = String::from_utf8_lossy(
+        &app.run(&["--codex-bin", codex.to_str().unwrap(), "doctor"])
+            .stdout,
+    )
+    .into_owned();
+    assert!(doctor.contains("ok   codex hook trusted"), "{doctor}");
+    app.ok(&["uninstall", "--agent", "codex", "--daemon", "none"]);
+    assert_eq!(read(), format!("{mine}{trust}"));
+}

@@ -147,8 +147,12 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     });
 
     // Codex skips a hook nobody trusted, without a word.
-    let codex_hooks = install::codex_hooks_path(ctx);
-    if installed.iter().any(|(p, _)| *p == codex_hooks) {
+    let codex_files = install::codex_hook_files(ctx);
+    let codex_hooks = installed
+        .iter()
+        .map(|(p, _)| p.clone())
+        .find(|p| codex_files.contains(p));
+    if let Some(codex_hooks) = &codex_hooks {
         checks.push(if install::codex_trusted(ctx) {
             Check {
                 name: "codex hook trusted",
@@ -177,9 +181,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     }
 
     // Codex conversations are resumed with codex, whatever the runner named.
-    if installed.iter().any(|(p, _)| *p == codex_hooks)
-        && matches!(ctx.runner, crate::compose::RunnerChoice::Claude)
-    {
+    if codex_hooks.is_some() && matches!(ctx.runner, crate::compose::RunnerChoice::Claude) {
         checks.push(codex_check(ctx));
     }
 

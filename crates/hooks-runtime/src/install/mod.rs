@@ -22,6 +22,7 @@ use hooks_claude_code::settings::*;
 
 use crate::{AppError, AppResult, Context};
 
+mod codex_toml;
 mod queue;
 mod setup;
 
@@ -51,6 +52,42 @@ pub fn codex_hooks_path(ctx: &Context) -> std::path::PathBuf {
     ctx.codex_home.join("hooks.json")
 }
 
+/// Codex's `config.toml`, where its settings, a person's hooks (if they keep them there)
+/// and its hook trust live.
+fn codex_config_path(ctx: &Context) -> std::path::PathBuf {
+    ctx.codex_home.join("config.toml")
+}
+
+/// The files Codex's hooks can be in: hooks.json, and `config.toml` for a person who keeps
+/// them there.
+pub fn codex_hook_files(ctx: &Context) -> [std::path::PathBuf; 2] {
+    [codex_hooks_path(ctx), codex_config_path(ctx)]
+}
+
+/// `config.toml`'s text, when there is one to read.
+fn codex_config_text(ctx: &Context) -> Option<String> {
+    let bytes = hooks_platform::read_regular(
+        &codex_config_path(ctx),
+        hooks_platform::ReadLimit::bytes(4 * 1024 * 1024),
+    )
+    .ok()?;
+    String::from_utf8(bytes).ok()
+}
+
+/// Whether `install` adds to `config.toml` rather than hooks.json: the person keeps hooks
+/// there and has no hooks.json (Codex warns when one layer has both).
+fn codex_uses_toml(ctx: &Context) -> bool {
+    !codex_hooks_path(ctx).exists()
+        && codex_config_text(ctx).is_some_and(|t| codex_toml::has_hooks(&t))
+}
+
+/// The events of `config.toml` that hold this app's handlers.
+fn codex_toml_installed(ctx: &Context) -> Vec<String> {
+    codex_config_text(ctx)
+        .map(|t| codex_toml::installed_events(&t))
+        .unwrap_or_default()
+}
+
 /// The events of Codex's hooks.json that hold this app's handlers (none: not installed).
 fn codex_installed(ctx: &Context) -> Vec<String> {
     let Ok(map) = hooks_claude_code::files::read_settings(&codex_hooks_path(ctx)) else {
@@ -77,17 +114,19 @@ fn codex_installed(ctx: &Context) -> Vec<String> {
 /// Whether Codex trusts the Stop entry `install` put in its hooks.json: Codex runs a hook
 /// only once a person trusted it (its TUI's "Trust all"), recorded in `config.toml` as
 /// `[hooks.state."<hooks.json>:stop:…"] trusted_hash = …`.
+/// The entry may be in hooks.json or in `config.toml` itself; the record names that file.
 pub fn codex_trusted(ctx: &Context) -> bool {
-    let config = ctx.codex_home.join("config.toml");
-    let Ok(text) = std::fs::read_to_string(config) else {
+    let Some(text) = codex_config_text(ctx) else {
         return false;
     };
-    let header = format!("[hooks.state.\"{}:stop:", codex_hooks_path(ctx).display());
-    text.split(&header).skip(1).any(|rest| {
-        rest.lines()
-            .skip(1)
-            .take_while(|l| !l.trim_start().starts_with('['))
-            .any(|l| l.trim_start().starts_with("trusted_hash"))
+    codex_hook_files(ctx).iter().any(|file| {
+        let header = format!("[hooks.state.\"{}:stop:", file.display());
+        text.split(&header).skip(1).any(|rest| {
+            rest.lines()
+                .skip(1)
+                .take_while(|l| !l.trim_start().starts_with('['))
+                .any(|l| l.trim_start().starts_with("trusted_hash"))
+        })
     })
 }
 
@@ -98,6 +137,10 @@ pub fn installed_in(ctx: &Context) -> Vec<(std::path::PathBuf, Vec<String>)> {
     let codex = codex_installed(ctx);
     if !codex.is_empty() {
         found.push((codex_hooks_path(ctx), codex));
+    }
+    let in_toml = codex_toml_installed(ctx);
+    if !in_toml.is_empty() {
+        found.push((codex_config_path(ctx), in_toml));
     }
     found
 }
@@ -189,6 +232,13 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
     if a.agent == Agent::Claude {
         wanted.push(("StopFailure", handler(false)?));
     }
+    if a.agent == Agent::Codex && codex_uses_toml(ctx) {
+        let commands: Vec<(&str, String)> = wanted
+            .iter()
+            .map(|(ev, h)| (*ev, h["command"].as_str().unwrap_or_default().to_owned()))
+            .collect();
+        return install_codex_toml(ctx, a, &commands);
+    }
     let mut expected = s.map.clone();
     strip_ours(&mut expected);
     for (ev, h) in &wanted {
@@ -263,6 +313,62 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
     queue_after_install(ctx, a)
 }
 
+/// `install --agent codex` for a person who keeps Codex's hooks in `config.toml`: this
+/// app's block appended there (see [`codex_toml`]).
+fn install_codex_toml(ctx: &Context, a: &InstallOptions, wanted: &[(&str, String)]) -> AppResult {
+    let path = codex_config_path(ctx);
+    let original = codex_config_text(ctx).unwrap_or_default();
+    let text = codex_toml::with_block(&original, wanted)
+        .map_err(|e| AppError::invalid(format!("{}: {e}; nothing was written", path.display())))?;
+    if a.dry_run && text != original {
+        // Only the block: the rest of config.toml (keys, tokens) is not repeated.
+        let added = text.strip_prefix(original.as_str()).unwrap_or(&text);
+        crate::say!("would add to {}:", path.display());
+        print!("{}", crate::output::safe(added));
+        return Ok(());
+    }
+    let s = Settings {
+        path,
+        text: Some(original),
+        map: serde_json::Map::new(),
+    };
+    apply(&s, Some(&text), a.dry_run, "installed")?;
+    if !a.dry_run && !codex_trusted(ctx) {
+        crate::say!(
+            "Codex runs a hook only once you trust it: start `codex` once and choose \"Trust all \
+             and continue\" when it says \"Hooks need review\" (`hooks-app doctor` checks it)"
+        );
+    }
+    daemon_setup(ctx, a)?;
+    queue_after_install(ctx, a)
+}
+
+/// `uninstall --agent codex`'s part in `config.toml`: this app's block taken out, the rest
+/// of the file as it is. Whether there was one.
+fn uninstall_codex_toml(ctx: &Context, dry_run: bool) -> AppResult<bool> {
+    let Some(original) = codex_config_text(ctx) else {
+        return Ok(false);
+    };
+    let (text, found) = codex_toml::strip(&original);
+    if !found {
+        return Ok(false);
+    }
+    if dry_run {
+        crate::say!(
+            "would take hooks-app's block out of {}",
+            codex_config_path(ctx).display()
+        );
+        return Ok(true);
+    }
+    let s = Settings {
+        path: codex_config_path(ctx),
+        text: Some(original),
+        map: serde_json::Map::new(),
+    };
+    apply(&s, Some(&text), dry_run, "uninstalled")?;
+    Ok(true)
+}
+
 /// What is queued runs again: a pause uninstall set is lifted, and a daemon started.
 fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
     if a.dry_run {
@@ -273,6 +379,12 @@ fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
 
 pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     let path = hook_file(ctx, a.agent, a.scope)?;
+    if a.agent == Agent::Codex
+        && uninstall_codex_toml(ctx, a.dry_run)?
+        && codex_installed(ctx).is_empty()
+    {
+        return uninstall_rest(ctx, a);
+    }
     let s = load(&path)?;
     let Some(original) = s.text.clone() else {
         crate::say!(
@@ -334,6 +446,12 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     if apply(&s, after, a.dry_run, "uninstalled")? {
         record.set(&path, None)?;
     }
+    uninstall_rest(ctx, a)
+}
+
+/// What `uninstall` does once the hook files are edited: where no hook is left, the daemon
+/// set-up is taken back and the queue paused or dropped.
+fn uninstall_rest(ctx: &Context, a: &UninstallOptions) -> AppResult {
     let still = installed_in(ctx);
     if !still.is_empty() {
         crate::say!(
