@@ -469,7 +469,7 @@ fn install_for_codex_adds_to_config_toml_where_the_person_keeps_hooks() {
     let read = || std::fs::read_to_string(&cfg).unwrap();
     let mut mine = read();
     mine.push_str(
-        "\n[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"true\"\n",
+        "\n[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"true\"\n",
     );
     std::fs::write(&cfg, &mine).unwrap();
     let install = ["install", "--agent", "codex", "--daemon", "none"];
@@ -503,20 +503,27 @@ fn install_for_codex_adds_to_config_toml_where_the_person_keeps_hooks() {
         "queued by the Stop entry in config.toml: {:?}",
         app.pending()
     );
-    // Codex records a person's trust in the same file; doctor sees it, and uninstall
-    // leaves it.
-    let trust = format!(
-        "\n[hooks.state.\"{}:stop:1:0\"]\ntrusted_hash = \"sha256:00\"\n",
-        cfg.display()
-    );
-    std::fs::write(&cfg, format!("{}{trust}", read())).unwrap();
+    // Codex records a person's trust in the same file, by the entry's place (group, then
+    // handler; seen with 0.171.0): the person's own Stop hook trusted is not ours.
     let codex = codex_bin();
-    let doctor = String::from_utf8_lossy(
-        &app.run(&["--codex-bin", codex.to_str().unwrap(), "doctor"])
-            .stdout,
-    )
-    .into_owned();
-    assert!(doctor.contains("ok   codex hook trusted"), "{doctor}");
+    let doctor = || {
+        String::from_utf8_lossy(
+            &app.run(&["--codex-bin", codex.to_str().unwrap(), "doctor"])
+                .stdout,
+        )
+        .into_owned()
+    };
+    let trust = |group: u32| {
+        format!(
+            "\n[hooks.state.\"{}:stop:{group}:0\"]\ntrusted_hash = \"sha256:00\"\n",
+            cfg.display()
+        )
+    };
+    std::fs::write(&cfg, format!("{}{}", read(), trust(0))).unwrap();
+    assert!(doctor().contains("FAIL codex hook trusted"), "{}", doctor());
+    std::fs::write(&cfg, format!("{}{}", read(), trust(1))).unwrap();
+    assert!(doctor().contains("ok   codex hook trusted"), "{}", doctor());
+    // Uninstall leaves what Codex wrote since.
     app.ok(&["uninstall", "--agent", "codex", "--daemon", "none"]);
-    assert_eq!(read(), format!("{mine}{trust}"));
+    assert_eq!(read(), format!("{mine}{}{}", trust(0), trust(1)));
 }

@@ -30,17 +30,20 @@ fn parse(text: &str) -> Result<DocumentMut, String> {
 }
 
 /// Every handler of every event in `doc`'s `hooks` table (its trust records, `state`, left
-/// out), as Claude Code's JSON shape says a handler: `(event, {"type", "command"})`.
-fn handlers(doc: &DocumentMut) -> Vec<(String, Value)> {
+/// out), as Claude Code's JSON shape says a handler, with where it sits:
+/// `(event, group, handler, {"type", "command"})`, the indexes Codex's trust records name.
+fn handlers(doc: &DocumentMut) -> Vec<(String, usize, usize, Value)> {
     let Some(hooks) = doc.get("hooks").and_then(Item::as_table_like) else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for (event, groups) in hooks.iter().filter(|(k, _)| *k != "state") {
-        let mut add = |h: &dyn toml_edit::TableLike| {
+        let mut add = |g: usize, i: usize, h: &dyn toml_edit::TableLike| {
             let field = |k: &str| h.get(k).and_then(Item::as_str).unwrap_or_default();
             out.push((
                 event.to_owned(),
+                g,
+                i,
                 json!({"type": field("type"), "command": field("command")}),
             ));
         };
@@ -54,13 +57,16 @@ fn handlers(doc: &DocumentMut) -> Vec<(String, Value)> {
                 .collect(),
             _ => Vec::new(),
         };
-        for g in group_tables {
+        for (gi, g) in group_tables.into_iter().enumerate() {
             match g.get("hooks") {
-                Some(Item::ArrayOfTables(a)) => a.iter().for_each(|t| add(t)),
+                Some(Item::ArrayOfTables(a)) => {
+                    a.iter().enumerate().for_each(|(i, t)| add(gi, i, t));
+                }
                 Some(Item::Value(toml_edit::Value::Array(a))) => a
                     .iter()
-                    .filter_map(|v| v.as_inline_table())
-                    .for_each(|t| add(t)),
+                    .enumerate()
+                    .filter_map(|(i, v)| Some((i, v.as_inline_table()?)))
+                    .for_each(|(i, t)| add(gi, i, t)),
                 _ => {}
             }
         }
@@ -78,16 +84,36 @@ pub fn has_hooks(text: &str) -> bool {
     })
 }
 
-/// The events whose handlers include this app's, in `text`.
-pub fn installed_events(text: &str) -> Vec<String> {
+/// This app's handlers in `text`: event, group index, handler index.
+pub fn ours(text: &str) -> Vec<(String, usize, usize)> {
     let Ok(doc) = parse(text) else {
         return Vec::new();
     };
-    let mut events: Vec<String> = handlers(&doc)
+    handlers(&doc)
         .into_iter()
-        .filter(|(_, h)| hooks_claude_code::settings::is_ours(h))
-        .map(|(e, _)| e)
-        .collect();
+        .filter(|(.., h)| hooks_claude_code::settings::is_ours(h))
+        .map(|(e, g, i, _)| (e, g, i))
+        .collect()
+}
+
+/// Whether `config` (config.toml's text) records a person's trust of the handler Codex
+/// names `key` (`<file>:<event>:<group>:<handler>`, the event in snake case): a
+/// `trusted_hash` under `[hooks.state."<key>"]`. Codex checks the hash against the handler
+/// as it is; a changed command asks for trust again, which this does not see.
+pub fn trusted(config: &str, key: &str) -> bool {
+    parse(config).is_ok_and(|doc| {
+        doc.get("hooks")
+            .and_then(|h| h.get("state"))
+            .and_then(|st| st.get(key))
+            .and_then(|k| k.get("trusted_hash"))
+            .and_then(Item::as_str)
+            .is_some_and(|h| !h.is_empty())
+    })
+}
+
+/// The events whose handlers include this app's, in `text`.
+pub fn installed_events(text: &str) -> Vec<String> {
+    let mut events: Vec<String> = ours(text).into_iter().map(|(e, ..)| e).collect();
     events.dedup();
     events
 }
@@ -134,7 +160,8 @@ pub fn with_block(text: &str, wanted: &[(&str, String)]) -> Result<String, Strin
     })?;
     let mut ours: Vec<(String, Value)> = handlers(&doc)
         .into_iter()
-        .filter(|(_, h)| hooks_claude_code::settings::is_ours(h))
+        .filter(|(.., h)| hooks_claude_code::settings::is_ours(h))
+        .map(|(e, _, _, h)| (e, h))
         .collect();
     ours.sort_by(|a, b| a.0.cmp(&b.0));
     let mut meant: Vec<(String, Value)> = wanted
@@ -166,6 +193,9 @@ mod tests {
             let mut events = installed_events(&with);
             events.sort();
             assert_eq!(events, ["SessionEnd", "Stop"]);
+            // Where Codex's trust records name them: after the person's own groups.
+            let stop = ours(&with).into_iter().find(|(e, ..)| e == "Stop");
+            assert_eq!(stop, Some(("Stop".to_owned(), 0, 0)));
             assert!(installed_events(original).is_empty());
             let expect = if original.ends_with('\n') {
                 original.to_owned()
@@ -182,6 +212,21 @@ mod tests {
             assert!(found);
             assert_eq!(back, format!("{expect}{trust}"));
         }
+    }
+
+    #[test]
+    fn our_entry_is_found_where_codex_numbers_it_and_its_trust_by_that_key() {
+        let own_stop =
+            "[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"true\"\n";
+        let with = with_block(own_stop, &[("Stop", cmd())]).unwrap();
+        assert_eq!(ours(&with), [("Stop".to_owned(), 1, 0)]);
+        let config = "[hooks.state.\"/c/config.toml:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\n";
+        assert!(trusted(config, "/c/config.toml:stop:0:0"));
+        assert!(
+            !trusted(config, "/c/config.toml:stop:1:0"),
+            "the person's own, not ours"
+        );
+        assert!(!trusted("x = = y", "/c/config.toml:stop:0:0"));
     }
 
     #[test]
@@ -212,7 +257,7 @@ mod tests {
         assert!(
             handlers(&doc)
                 .iter()
-                .any(|(_, h)| h["command"] == c.as_str())
+                .any(|(.., h)| h["command"] == c.as_str())
         );
     }
 }

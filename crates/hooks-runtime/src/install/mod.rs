@@ -88,46 +88,58 @@ fn codex_toml_installed(ctx: &Context) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The events of Codex's hooks.json that hold this app's handlers (none: not installed).
-fn codex_installed(ctx: &Context) -> Vec<String> {
+/// This app's handlers in Codex's hooks.json: event, group index, handler index.
+fn codex_json_ours(ctx: &Context) -> Vec<(String, usize, usize)> {
     let Ok(map) = hooks_claude_code::files::read_settings(&codex_hooks_path(ctx)) else {
         return Vec::new();
     };
     let Some(Value::Object(hooks)) = map.get("hooks") else {
         return Vec::new();
     };
-    hooks
-        .iter()
-        .filter(|(_, groups)| {
-            groups.as_array().into_iter().flatten().any(|g| {
-                g.get("hooks")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                    .any(is_ours)
-            })
-        })
-        .map(|(ev, _)| ev.clone())
-        .collect()
+    let mut out = Vec::new();
+    for (ev, groups) in hooks {
+        for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
+            let handlers = group.get("hooks").and_then(Value::as_array);
+            for (i, h) in handlers.into_iter().flatten().enumerate() {
+                if is_ours(h) {
+                    out.push((ev.clone(), g, i));
+                }
+            }
+        }
+    }
+    out
 }
 
-/// Whether Codex trusts the Stop entry `install` put in its hooks.json: Codex runs a hook
-/// only once a person trusted it (its TUI's "Trust all"), recorded in `config.toml` as
-/// `[hooks.state."<hooks.json>:stop:…"] trusted_hash = …`.
-/// The entry may be in hooks.json or in `config.toml` itself; the record names that file.
+/// The events of Codex's hooks.json that hold this app's handlers (none: not installed).
+fn codex_installed(ctx: &Context) -> Vec<String> {
+    let mut events: Vec<String> = codex_json_ours(ctx).into_iter().map(|(e, ..)| e).collect();
+    events.dedup();
+    events
+}
+
+/// Whether Codex trusts the Stop entry `install` put in its hooks.json or config.toml: Codex
+/// runs a hook only once a person trusted it (its TUI's "Trust all"), recorded in
+/// `config.toml` as `[hooks.state."<file>:stop:<group>:<handler>"] trusted_hash = …`, the
+/// indexes of the entry in its file (seen with Codex 0.171.0: a person's own trusted Stop
+/// hook beside an untrusted one of ours is not taken for ours).
 pub fn codex_trusted(ctx: &Context) -> bool {
-    let Some(text) = codex_config_text(ctx) else {
+    let Some(config) = codex_config_text(ctx) else {
         return false;
     };
-    codex_hook_files(ctx).iter().any(|file| {
-        let header = format!("[hooks.state.\"{}:stop:", file.display());
-        text.split(&header).skip(1).any(|rest| {
-            rest.lines()
-                .skip(1)
-                .take_while(|l| !l.trim_start().starts_with('['))
-                .any(|l| l.trim_start().starts_with("trusted_hash"))
+    let json = codex_json_ours(ctx)
+        .into_iter()
+        .map(|p| (codex_hooks_path(ctx), p));
+    let toml = codex_toml::ours(&config)
+        .into_iter()
+        .map(|p| (codex_config_path(ctx), p));
+    let stops: Vec<_> = json
+        .chain(toml)
+        .filter(|(_, (e, ..))| e == "Stop")
+        .collect();
+    !stops.is_empty()
+        && stops.iter().all(|(file, (_, g, i))| {
+            codex_toml::trusted(&config, &format!("{}:stop:{g}:{i}", file.display()))
         })
-    })
 }
 
 /// The settings files that hold this app's handlers, with their events: Claude Code's,
