@@ -80,6 +80,21 @@ pub fn end_group_leftovers(leader: u32, leader_start: u64, marker: &str) -> usiz
     pids.len()
 }
 
+/// Sends `sig` to the process group `pgid` (a runner's child leads its own), by its id; a
+/// group id of 0 or 1 (which would name the caller's group or every process) is never
+/// signalled.
+pub fn signal_group(pgid: u32, sig: libc::c_int) {
+    if let Ok(p) = libc::pid_t::try_from(pgid)
+        && p > 1
+    {
+        // SAFETY: kill(2) with a negative pid signals a process group and has no memory
+        // effects; 0 and 1 are refused above.
+        unsafe {
+            libc::kill(-p, sig);
+        }
+    }
+}
+
 /// The program `pid` runs.
 pub fn exe(pid: u32) -> Option<PathBuf> {
     crate::imp::exe(pid)

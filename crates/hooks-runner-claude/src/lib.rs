@@ -14,6 +14,7 @@
 mod open;
 mod result;
 
+use hooks_platform::process::signal_group;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -85,19 +86,6 @@ async fn read_bounded(mut r: impl AsyncRead + Unpin, max: usize) -> Captured {
                 c.bytes.extend_from_slice(&buf[..room]);
                 c.dropped += (n - room) as u64;
             }
-        }
-    }
-}
-
-fn signal_group(pgid: u32, sig: libc::c_int) {
-    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
-        return;
-    };
-    if pgid > 1 {
-        // SAFETY: kill(2) with a negative pid signals a process group; it has no memory
-        // effects. The group is the one this runner created for the child.
-        unsafe {
-            libc::kill(-pgid, sig);
         }
     }
 }

@@ -10,6 +10,7 @@
 //! Codex reports the thread's usage so far, not the turn's: the turn's tokens are that
 //! less what the thread's rollout said before the run ([`thread_usage`]).
 
+use hooks_platform::process::signal_group;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -231,17 +232,6 @@ pub fn parse_events(stdout: &[u8], exit: Option<i32>, before: (u64, u64, u64)) -
         o.result_text = reply;
         o.api_error_status = rate_limited.then_some(429);
         o
-    }
-}
-
-fn signal_group(pgid: u32, sig: libc::c_int) {
-    if let Ok(p) = libc::pid_t::try_from(pgid)
-        && p > 0
-    {
-        // SAFETY: signals the process group this runner's child leads, by its id.
-        unsafe {
-            libc::killpg(p, sig);
-        }
     }
 }
 
