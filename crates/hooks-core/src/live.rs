@@ -29,6 +29,7 @@ impl fmt::Display for ProcessRef {
 
 /// A Claude Code process that has a session open, from its `sessions/<pid>.json` file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpenSession {
     /// The agent's program as people name it (`claude`, `codex`): whose conversation it is.
     pub agent: String,
@@ -41,6 +42,20 @@ pub struct OpenSession {
     /// Where the running CLI takes a message into this conversation (Claude Code 2.1.332's
     /// per-session inbox socket, the user's own), when it offers one.
     pub inbox: Option<String>,
+}
+
+impl OpenSession {
+    /// `agent`'s process `pid` has the conversation open; nothing more known of it (its
+    /// kind, status and inbox), which a meta outside this crate then sets.
+    pub fn new(agent: impl Into<String>, pid: u32) -> Self {
+        Self {
+            agent: agent.into(),
+            pid,
+            kind: None,
+            status: None,
+            inbox: None,
+        }
+    }
 }
 
 impl OpenSession {

@@ -1183,6 +1183,7 @@ impl SessionUpdate {
 
 /// Facts read from a session's Claude Code transcript.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct TranscriptFacts {
     /// The transcript's path.
     pub path: String,
@@ -1222,6 +1223,7 @@ impl TranscriptFacts {
 
 /// Everything the app knows about a session when it decides.
 #[derive(Debug, Clone, PartialEq, Default)]
+#[non_exhaustive]
 pub struct SessionFacts {
     /// What the store keeps of the session.
     pub state: SessionState,
@@ -1291,6 +1293,7 @@ pub fn ends_with_marker(text: &str, marker: &str) -> bool {
 
 /// Token counts of one run, as the CLI reports them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct Usage {
     /// Input tokens read anew.
     pub input_tokens: Option<u64>,

@@ -7,6 +7,7 @@ use crate::model::ValidationError;
 
 /// The `claude` options a prompt file may set.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
 pub struct RunOptions {
     /// The model to run with (`--model`).
     pub model: Option<String>,
@@ -50,11 +51,22 @@ impl RunOptions {
 
 /// A parsed prompt file.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Prompt {
     /// The prompt's text, its `{{variables}}` filled once rendered.
     pub body: String,
     /// How it is to run (its frontmatter's options).
     pub options: RunOptions,
+}
+
+impl Prompt {
+    /// A prompt of `body` run with `options`.
+    pub fn new(body: impl Into<String>, options: RunOptions) -> Self {
+        Self {
+            body: body.into(),
+            options,
+        }
+    }
 }
 
 /// Splits a file into its frontmatter lines (without the fences) and its body. A file

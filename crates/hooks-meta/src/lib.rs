@@ -158,12 +158,14 @@ impl SessionMeta for MetaStore {
             ),
             None => None,
         };
-        let mut facts = SessionFacts {
-            state,
-            transcript,
-            open: self.open_now(session),
-            lease: lease.map(|l| self.judge(l)),
-            settings_model: None,
+        let mut facts = {
+            let mut o = SessionFacts::default();
+            o.state = state;
+            o.transcript = transcript;
+            o.open = self.open_now(session);
+            o.lease = lease.map(|l| self.judge(l));
+            o.settings_model = None;
+            o
         };
         // Only where the conversation names no model of its own (no reply yet).
         if facts

@@ -88,12 +88,12 @@ fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
     let inbox = text("messagingSocketPath")
         .filter(|_| kind.as_deref() == Some("interactive"))
         .filter(|p| is_own_socket(Path::new(p)));
-    Some(OpenSession {
-        agent: "claude".into(),
-        pid,
-        kind,
-        status: text("status"),
-        inbox,
+    Some({
+        let mut o = OpenSession::new("claude", pid);
+        o.kind = kind;
+        o.status = text("status");
+        o.inbox = inbox;
+        o
     })
 }
 
@@ -133,12 +133,12 @@ pub fn open_codex_thread(codex_home: &Path, session: &SessionId) -> Option<OpenS
             let _ = file.unlock();
             None
         }
-        Err(std::fs::TryLockError::WouldBlock) => Some(OpenSession {
-            agent: "codex".into(),
-            pid: 0,
-            kind: Some("thread open".into()),
-            status: None,
-            inbox: None,
+        Err(std::fs::TryLockError::WouldBlock) => Some({
+            let mut o = OpenSession::new("codex", 0);
+            o.kind = Some("thread open".into());
+            o.status = None;
+            o.inbox = None;
+            o
         }),
         Err(_) => None,
     }

@@ -170,22 +170,24 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
     }
     std::io::Seek::rewind(&mut file)?;
     if crate::codex::is_rollout(&peek[..got]) {
-        let facts = TranscriptFacts {
-            path: path_str,
-            last_change,
-            agent: Some("codex".into()),
-            ..TranscriptFacts::default()
+        let facts = {
+            let mut o = TranscriptFacts::default();
+            o.path = path_str;
+            o.last_change = last_change;
+            o.agent = Some("codex".into());
+            o
         };
         return crate::codex::read(file, meta.len(), facts, (CHUNK, MAX_SCAN_BYTES));
     }
     let head = read_head(&mut file)?;
     let subagent = is_subagent_path(&path_str) || head.sidechain;
-    let mut facts = TranscriptFacts {
-        path: path_str,
-        subagent,
-        last_change,
-        cwd: head.cwd,
-        ..TranscriptFacts::default()
+    let mut facts = {
+        let mut o = TranscriptFacts::default();
+        o.path = path_str;
+        o.subagent = subagent;
+        o.last_change = last_change;
+        o.cwd = head.cwd;
+        o
     };
 
     let mut lines =

@@ -142,19 +142,15 @@ struct Turn {
 
 impl Turn {
     fn outcome(&self, took: Duration) -> RunOutcome {
-        let usage = self
-            .messages
-            .iter()
-            .filter_map(|(_, u)| *u)
-            .reduce(|a, b| Usage {
-                input_tokens: add(a.input_tokens, b.input_tokens),
-                cache_creation_input_tokens: add(
-                    a.cache_creation_input_tokens,
-                    b.cache_creation_input_tokens,
-                ),
-                cache_read_input_tokens: add(a.cache_read_input_tokens, b.cache_read_input_tokens),
-                output_tokens: add(a.output_tokens, b.output_tokens),
-            });
+        let usage = self.messages.iter().filter_map(|(_, u)| *u).reduce(|a, b| {
+            let mut o = Usage::default();
+            o.input_tokens = add(a.input_tokens, b.input_tokens);
+            o.cache_creation_input_tokens =
+                add(a.cache_creation_input_tokens, b.cache_creation_input_tokens);
+            o.cache_read_input_tokens = add(a.cache_read_input_tokens, b.cache_read_input_tokens);
+            o.output_tokens = add(a.output_tokens, b.output_tokens);
+            o
+        });
         let completed = self.last_text.as_deref().map(|t| {
             t.lines()
                 .rev()
@@ -261,11 +257,13 @@ fn read_turn(path: &str, from: u64, needle: &str) -> Option<Turn> {
                     continue;
                 }
                 let id = m["id"].as_str().unwrap_or_default().to_owned();
-                let usage = m.get("usage").map(|u| Usage {
-                    input_tokens: u["input_tokens"].as_u64(),
-                    cache_creation_input_tokens: u["cache_creation_input_tokens"].as_u64(),
-                    cache_read_input_tokens: u["cache_read_input_tokens"].as_u64(),
-                    output_tokens: u["output_tokens"].as_u64(),
+                let usage = m.get("usage").map(|u| {
+                    let mut o = Usage::default();
+                    o.input_tokens = u["input_tokens"].as_u64();
+                    o.cache_creation_input_tokens = u["cache_creation_input_tokens"].as_u64();
+                    o.cache_read_input_tokens = u["cache_read_input_tokens"].as_u64();
+                    o.output_tokens = u["output_tokens"].as_u64();
+                    o
                 });
                 match index.get(&id) {
                     Some(&i) => t.messages[i].1 = usage.or(t.messages[i].1),

@@ -161,11 +161,13 @@ pub fn parse_outcome(exit_code: Option<i32>, stdout: &[u8], stderr: &[u8]) -> Ru
             .map(|t| ends_with_marker(t, COMPLETED_MARKER));
         o.num_turns = r.num_turns;
         o.cost_usd = own_cost(&r);
-        o.usage = r.usage.map(|u| Usage {
-            input_tokens: u.input_tokens,
-            cache_creation_input_tokens: u.cache_creation_input_tokens,
-            cache_read_input_tokens: u.cache_read_input_tokens,
-            output_tokens: u.output_tokens,
+        o.usage = r.usage.map(|u| {
+            let mut o = Usage::default();
+            o.input_tokens = u.input_tokens;
+            o.cache_creation_input_tokens = u.cache_creation_input_tokens;
+            o.cache_read_input_tokens = u.cache_read_input_tokens;
+            o.output_tokens = u.output_tokens;
+            o
         });
         o.duration_ms = r.duration_ms;
         o.session_id = r.session_id;

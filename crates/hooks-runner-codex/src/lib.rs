@@ -185,11 +185,13 @@ pub fn parse_events(stdout: &[u8], exit: Option<i32>, before: (u64, u64, u64)) -
                 let output = u["output_tokens"].as_u64().unwrap_or(0);
                 let input = input.saturating_sub(before.0);
                 let cached = cached.saturating_sub(before.1).min(input);
-                usage = Some(Usage {
-                    input_tokens: Some(input - cached),
-                    cache_creation_input_tokens: Some(0),
-                    cache_read_input_tokens: Some(cached),
-                    output_tokens: Some(output.saturating_sub(before.2)),
+                usage = Some({
+                    let mut o = Usage::default();
+                    o.input_tokens = Some(input - cached);
+                    o.cache_creation_input_tokens = Some(0);
+                    o.cache_read_input_tokens = Some(cached);
+                    o.output_tokens = Some(output.saturating_sub(before.2));
+                    o
                 });
             }
             Some("turn.failed") => {

@@ -90,10 +90,7 @@ impl RunnerFixture for Fixture {
             HookId::parse("post-task").unwrap(),
             SessionId::parse("0199-t").unwrap(),
             self.dir.path().join("proj").to_string_lossy().into_owned(),
-            Prompt {
-                body: body.to_owned(),
-                options: RunOptions::default(),
-            },
+            Prompt::new(body.to_owned(), RunOptions::default()),
         );
         r.agent = Some("codex".into());
         r

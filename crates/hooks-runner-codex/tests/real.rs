@@ -24,10 +24,7 @@ fn request(env: &CodexEnv, thread: &str, body: &str, options: RunOptions) -> Run
         HookId::parse("post-task").unwrap(),
         SessionId::parse(thread).unwrap(),
         env.proj.to_string_lossy().into_owned(),
-        Prompt {
-            body: body.to_owned(),
-            options,
-        },
+        Prompt::new(body.to_owned(), options),
     )
 }
 
@@ -99,9 +96,10 @@ async fn a_rate_limit_is_reported_as_a_429_and_options_codex_lacks_are_refused()
     assert_eq!(o.api_error_status, Some(429), "{o:?}");
     assert!(o.status.as_ref().is_some_and(|s| !s.is_ok()), "{o:?}");
     // A tool list Codex cannot take: refused before anything starts, naming the field.
-    let tools = RunOptions {
-        allowed_tools: vec!["Read".into()],
-        ..RunOptions::default()
+    let tools = {
+        let mut o = RunOptions::default();
+        o.allowed_tools = vec!["Read".into()];
+        o
     };
     match r.start(&request(&env, &thread, "go on", tools)).await {
         Err(RunnerError::Invalid(e)) => assert_eq!(e.field, "allowedTools"),

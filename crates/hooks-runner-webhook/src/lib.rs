@@ -179,11 +179,13 @@ fn outcome(body: &[u8]) -> RunOutcome {
         out.completed = o.completed;
         out.num_turns = o.num_turns;
         out.cost_usd = o.cost_usd;
-        out.usage = o.usage.map(|u| Usage {
-            input_tokens: u.input_tokens,
-            cache_creation_input_tokens: u.cache_creation_input_tokens,
-            cache_read_input_tokens: u.cache_read_input_tokens,
-            output_tokens: u.output_tokens,
+        out.usage = o.usage.map(|u| {
+            let mut o = Usage::default();
+            o.input_tokens = u.input_tokens;
+            o.cache_creation_input_tokens = u.cache_creation_input_tokens;
+            o.cache_read_input_tokens = u.cache_read_input_tokens;
+            o.output_tokens = u.output_tokens;
+            o
         });
         out.duration_ms = o.duration_ms;
         out.session_id = None;

@@ -58,10 +58,7 @@ impl RunnerFixture for Fixture {
             HookId::parse("post-task").unwrap(),
             SessionId::parse("0b9f-session").unwrap(),
             "/work/proj".into(),
-            Prompt {
-                body: body.to_owned(),
-                options: RunOptions::default(),
-            },
+            Prompt::new(body.to_owned(), RunOptions::default()),
         )
     }
 

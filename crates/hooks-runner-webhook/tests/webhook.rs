@@ -20,20 +20,16 @@ fn runner(url: &str, token: Option<&str>, timeout: Duration) -> WebhookRunner {
 }
 
 fn request() -> RunRequest {
+    let mut options = RunOptions::default();
+    options.model = Some("sonnet".into());
+    options.max_turns = Some(5);
+    options.allowed_tools = vec!["Read".into(), "Edit".into()];
+    options.max_budget = CostCap::parse("0.5").unwrap();
     RunRequest::new(
         HookId::parse("post-task").unwrap(),
         SessionId::parse("0b9f-session").unwrap(),
         "/work/proj".into(),
-        Prompt {
-            body: "Tidy up, then say COMPLETED.".into(),
-            options: RunOptions {
-                model: Some("sonnet".into()),
-                max_turns: Some(5),
-                allowed_tools: vec!["Read".into(), "Edit".into()],
-                max_budget: CostCap::parse("0.5").unwrap(),
-                ..RunOptions::default()
-            },
-        },
+        Prompt::new("Tidy up, then say COMPLETED.", options),
     )
 }
 

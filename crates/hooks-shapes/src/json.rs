@@ -363,11 +363,13 @@ mod tests {
                 o.completed = Some(true);
                 o.num_turns = Some(3);
                 o.cost_usd = Some(0.38);
-                o.usage = Some(Usage {
-                    input_tokens: Some(10),
-                    cache_creation_input_tokens: Some(100_000),
-                    cache_read_input_tokens: None,
-                    output_tokens: Some(900),
+                o.usage = Some({
+                    let mut o = Usage::default();
+                    o.input_tokens = Some(10);
+                    o.cache_creation_input_tokens = Some(100_000);
+                    o.cache_read_input_tokens = None;
+                    o.output_tokens = Some(900);
+                    o
                 });
                 o.duration_ms = Some(30_000);
                 o.session_id = None;

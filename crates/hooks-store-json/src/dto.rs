@@ -675,11 +675,13 @@ impl RunDto {
                 o.completed = self.completed;
                 o.num_turns = self.num_turns;
                 o.cost_usd = self.cost_usd;
-                o.usage = self.usage.map(|u| Usage {
-                    input_tokens: u.input_tokens,
-                    cache_creation_input_tokens: u.cache_creation_input_tokens,
-                    cache_read_input_tokens: u.cache_read_input_tokens,
-                    output_tokens: u.output_tokens,
+                o.usage = self.usage.map(|u| {
+                    let mut o = Usage::default();
+                    o.input_tokens = u.input_tokens;
+                    o.cache_creation_input_tokens = u.cache_creation_input_tokens;
+                    o.cache_read_input_tokens = u.cache_read_input_tokens;
+                    o.output_tokens = u.output_tokens;
+                    o
                 });
                 o.duration_ms = self.duration_ms;
                 o.session_id = None;

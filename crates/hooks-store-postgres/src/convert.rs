@@ -239,11 +239,13 @@ pub fn run_from_row(r: &Row) -> Option<RunRecord> {
         }),
         _ => None,
     };
-    let usage = r.get::<_, bool>(17).then(|| Usage {
-        input_tokens: u64_of(r.get(13)),
-        cache_creation_input_tokens: u64_of(r.get(14)),
-        cache_read_input_tokens: u64_of(r.get(15)),
-        output_tokens: u64_of(r.get(16)),
+    let usage = r.get::<_, bool>(17).then(|| {
+        let mut o = Usage::default();
+        o.input_tokens = u64_of(r.get(13));
+        o.cache_creation_input_tokens = u64_of(r.get(14));
+        o.cache_read_input_tokens = u64_of(r.get(15));
+        o.output_tokens = u64_of(r.get(16));
+        o
     });
     Some({
         let mut o = RunRecord::new(

@@ -54,10 +54,7 @@ impl RunnerFixture for Fixture {
             HookId::parse("post-task").unwrap(),
             SessionId::parse("s-1").unwrap(),
             self.dir.path().join("proj").to_string_lossy().into_owned(),
-            Prompt {
-                body: body.to_owned(),
-                options: RunOptions::default(),
-            },
+            Prompt::new(body.to_owned(), RunOptions::default()),
         )
     }
 

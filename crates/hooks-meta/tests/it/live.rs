@@ -103,12 +103,12 @@ fn a_session_is_open_only_while_the_process_its_file_names_is_alive() {
     );
     assert_eq!(
         open_session(home, &s),
-        Some(OpenSession {
-            agent: "claude".into(),
-            pid: me.pid,
-            kind: Some("interactive".into()),
-            status: Some("busy".into()),
-            inbox: None,
+        Some({
+            let mut o = OpenSession::new("claude", me.pid);
+            o.kind = Some("interactive".into());
+            o.status = Some("busy".into());
+            o.inbox = None;
+            o
         })
     );
     assert_eq!(

@@ -45,11 +45,12 @@ async fn arguments_env_and_cwd_are_as_specified() {
         "printf '%s\\n' \"$@\" > \"$PWD/args\"; echo \"$HOOKS_APP_FOLLOW_UP\" > \"$PWD/env\"; [ -t 0 ] || cat > \"$PWD/stdin\"\nprintf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\\nCOMPLETED\",\"num_turns\":2,\"session_id\":\"abc-123\",\"total_cost_usd\":0.5,\"unknown\":{\"x\":1}}'",
     );
     let work = f.env.workdir("w");
-    let opts = RunOptions {
-        model: Some("sonnet".into()),
-        max_turns: Some(3),
-        allowed_tools: vec!["Read".into(), "Bash(git *)".into()],
-        ..RunOptions::default()
+    let opts = {
+        let mut o = RunOptions::default();
+        o.model = Some("sonnet".into());
+        o.max_turns = Some(3);
+        o.allowed_tools = vec!["Read".into(), "Bash(git *)".into()];
+        o
     };
     let o = runner_for(&f.env, &f.script, Duration::from_secs(30))
         .run(&request("abc-123", &work, "--the prompt", opts))
@@ -96,9 +97,10 @@ async fn the_appended_system_prompt_is_a_private_file_not_an_argument() {
         "printf '%s\\n' \"$@\" > \"$PWD/args\"; while [ $# -gt 0 ]; do [ \"$1\" = --append-system-prompt-file ] && { cat \"$2\" > \"$PWD/system\"; stat -c %a \"$2\" > \"$PWD/mode\"; echo \"$2\" > \"$PWD/path\"; }; shift; done; cat >/dev/null\nprintf '%s\\n' '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\",\"session_id\":\"abc-123\"}'",
     );
     let work = f.env.workdir("w");
-    let opts = RunOptions {
-        append_system_prompt: Some("SECRET HOUSE RULES".into()),
-        ..RunOptions::default()
+    let opts = {
+        let mut o = RunOptions::default();
+        o.append_system_prompt = Some("SECRET HOUSE RULES".into());
+        o
     };
     let o = runner_for(&f.env, &f.script, Duration::from_secs(30))
         .run(&request("abc-123", &work, "the prompt", opts))

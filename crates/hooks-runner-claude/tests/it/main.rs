@@ -20,10 +20,7 @@ fn request(session: &str, cwd: &Path, body: &str, options: RunOptions) -> RunReq
         HookId::parse("post-task").unwrap(),
         SessionId::parse(session).unwrap(),
         cwd.to_string_lossy().into_owned(),
-        Prompt {
-            body: body.to_owned(),
-            options,
-        },
+        Prompt::new(body.to_owned(), options),
     )
 }
 

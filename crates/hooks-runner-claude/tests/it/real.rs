@@ -225,9 +225,10 @@ async fn a_flag_like_option_is_refused_before_anything_runs() {
     let env = ClaudeEnv::new(&api);
     let work = env.workdir("proj");
     let runner = runner_for(&env, &claude_bin(), Duration::from_secs(60));
-    let opts = RunOptions {
-        model: Some("--dangerously-skip-permissions".into()),
-        ..RunOptions::default()
+    let opts = {
+        let mut o = RunOptions::default();
+        o.model = Some("--dangerously-skip-permissions".into());
+        o
     };
     let e = runner
         .run(&request("abc", &work, "hi", opts))
@@ -245,9 +246,10 @@ async fn a_run_past_its_budget_is_stopped_by_claude_and_said_so() {
     let sid = env.new_conversation(&work, "hello");
     let runner = runner_for(&env, &claude_bin(), Duration::from_secs(120));
     // The mock's reply costs about $0.03; the cap is a hundredth of a cent.
-    let opts = RunOptions {
-        max_budget: hooks_core::CostCap::parse("0.0001").unwrap(),
-        ..RunOptions::default()
+    let opts = {
+        let mut o = RunOptions::default();
+        o.max_budget = hooks_core::CostCap::parse("0.0001").unwrap();
+        o
     };
     let o = runner
         .run(&request(&sid, &work, "tidy up", opts))
@@ -403,13 +405,12 @@ fn resume_by_hand(
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
     assert_eq!(v["is_error"], false, "{v}");
     let n = |k: &str| v["usage"][k].as_u64();
-    (
-        v["total_cost_usd"].as_f64().expect("total_cost_usd"),
-        hooks_core::Usage {
-            input_tokens: n("input_tokens"),
-            cache_creation_input_tokens: n("cache_creation_input_tokens"),
-            cache_read_input_tokens: n("cache_read_input_tokens"),
-            output_tokens: n("output_tokens"),
-        },
-    )
+    (v["total_cost_usd"].as_f64().expect("total_cost_usd"), {
+        let mut o = hooks_core::Usage::default();
+        o.input_tokens = n("input_tokens");
+        o.cache_creation_input_tokens = n("cache_creation_input_tokens");
+        o.cache_read_input_tokens = n("cache_read_input_tokens");
+        o.output_tokens = n("output_tokens");
+        o
+    })
 }
