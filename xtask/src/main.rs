@@ -52,6 +52,42 @@ fn cargo() -> Command {
     c
 }
 
+/// Cargo verifies a package against the others through a local registry, and keeps what
+/// it unpacks from it under `$CARGO_HOME/registry/src/-<hash>/<name>-<version>` (the hash
+/// is the registry's path, the same for every run from one checkout) and what it builds
+/// from it by name and version alone: a second run would check this tree's crates against
+/// the last run's. Those unpacked copies of this workspace's crates are removed first, and
+/// the check builds in a target folder of its own, emptied first.
+fn forget_packed_copies() -> Result<(), String> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let Some(src) = home.map(|h| h.join("registry/src")) else {
+        return Ok(());
+    };
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return Ok(());
+    };
+    // Local registries only (crates.io's folder is named for its host): this workspace's
+    // crate names.
+    for reg in registries.flatten() {
+        if !reg.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for krate in std::fs::read_dir(reg.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if krate.file_name().to_string_lossy().starts_with("hooks-") {
+                std::fs::remove_dir_all(krate.path())
+                    .map_err(|e| format!("{}: {e}", krate.path().display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn step(name: &str, cmd: &mut Command) -> Result<(), String> {
     eprintln!("xtask: {name}");
     let status = cmd
@@ -433,9 +469,12 @@ fn ci() -> Result<(), String> {
     // Every crate a team needs packs as crates.io would take it (versions on every
     // dependency between them, a licence, a readme, keywords and categories) and builds
     // from its package alone, in dependency order, against the others' packages.
+    forget_packed_copies()?;
+    let packed = root().join("target/package-check");
+    let _ = std::fs::remove_dir_all(&packed);
     step(
         "package",
-        cargo().args([
+        cargo().env("CARGO_TARGET_DIR", &packed).args([
             "package",
             "--workspace",
             "--allow-dirty",
