@@ -135,6 +135,47 @@ fn twice(spans: &[Span]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Stops `child` (SIGSTOP) at a moment it holds neither of the store's locks. Paused
+/// inside a write, it would hold up every other process until it is woken, which is not the
+/// pause this test is about; on a loaded machine that moment was hit (a renewal's write).
+fn stop_between_writes(app: &App, child: &Child) {
+    let locks = [
+        app.data_dir().join("hooks.lock"),
+        app.data_dir().join("sessions/.lock"),
+    ];
+    let free = || {
+        locks.iter().all(|p| {
+            let Ok(f) = std::fs::File::options().read(true).write(true).open(p) else {
+                return true;
+            };
+            let got = f.try_lock().is_ok();
+            if got {
+                let _ = f.unlock();
+            }
+            got
+        })
+    };
+    // Linux says when the signal has taken effect; elsewhere a lock held is still seen.
+    let stopped = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |st| {
+            st.rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('T'))
+        })
+    };
+    for _ in 0..200 {
+        signal(child, libc::SIGSTOP);
+        assert!(wait_until(5, || stopped(child.id())), "A stops");
+        if free() {
+            return;
+        }
+        signal(child, libc::SIGCONT);
+        // Until it has let go of the lock it held.
+        wait_until(5, free);
+    }
+    panic!("A was never seen stopped between its writes");
+}
+
 #[test]
 fn a_paused_daemon_keeps_its_sessions_and_says_so_when_it_wakes() {
     let app = App::fake();
@@ -152,7 +193,7 @@ fn a_paused_daemon_keeps_its_sessions_and_says_so_when_it_wakes() {
             a.stop()
         );
     }
-    signal(&a.child, libc::SIGSTOP);
+    stop_between_writes(&app, &a.child);
     let stopped = Instant::now();
 
     // B takes the lapsed claims but starts nothing while A's runs hold the sessions.

@@ -82,7 +82,12 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
     assert!(said.contains("resets"), "the CLI states the reset: {said}");
 
     // Queued for the reset the message states (to the minute, in the CLI's zone) plus the
-    // 60 s margin; post-task is not queued for a turn that failed.
+    // 60 s margin; post-task is not queued for a turn that failed. Claude Code runs its
+    // StopFailure hooks without waiting for them, so `claude -p` may exit first.
+    assert!(
+        wait_until(10, || !app.pending().is_empty()),
+        "StopFailure queued the follow-up"
+    );
     let pending = app.pending();
     assert_eq!(pending.len(), 1, "{pending:?}");
     let e = &pending[0];
@@ -160,7 +165,12 @@ fn a_conversation_that_went_on_after_a_limit_is_not_continued_again() {
     let turn = claude_turn(&app, "build the feature");
     let sid = turn["session_id"].as_str().expect("a session").to_owned();
     assert_eq!(turn["api_error_status"], 429, "{turn}");
-    assert_eq!(app.pending().len(), 1, "{:?}", app.pending());
+    // StopFailure hooks run without Claude Code waiting for them.
+    assert!(
+        wait_until(10, || app.pending().len() == 1),
+        "{:?}",
+        app.pending()
+    );
 
     // "go on", typed by the person with `-p`, answered.
     app.api.set_limit(None);
