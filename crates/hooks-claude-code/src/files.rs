@@ -131,24 +131,21 @@ pub fn write_target(path: &Path) -> Result<PathBuf, FileError> {
     }
 }
 
-/// Replaces the file atomically, in its own folder, keeping its mode.
+/// Replaces the file atomically, in its own folder, keeping its mode: the new file is
+/// private until it is whole and renamed (see [`hooks_platform::files::replace`]), so a
+/// 0600 settings file is never readable by others on the way, and a name planted in the
+/// folder (a repository's `.claude/`) is never followed.
 pub fn write_text(path: &Path, text: &str) -> Result<(), FileError> {
+    use std::os::unix::fs::PermissionsExt;
     let target = write_target(path)?;
     let dir = target.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)
         .map_err(|e| FileError::runtime(format!("could not create {}: {e}", dir.display())))?;
-    let tmp = dir.join(format!(".settings.json.hooks-app.{}", std::process::id()));
-    let r = std::fs::write(&tmp, text).and_then(|()| {
-        if let Ok(m) = std::fs::metadata(&target) {
-            std::fs::set_permissions(&tmp, m.permissions())?;
-        }
-        hooks_platform::sync::sync_file(&std::fs::File::open(&tmp)?)?;
-        std::fs::rename(&tmp, &target)
-    });
-    r.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        FileError::runtime(format!("could not write {}: {e}", path.display()))
-    })
+    let mode = std::fs::metadata(&target)
+        .ok()
+        .map(|m| m.permissions().mode());
+    hooks_platform::files::replace(&target, text.as_bytes(), mode)
+        .map_err(|e| FileError::runtime(format!("could not write {}: {e}", path.display())))
 }
 
 /// A settings file as it is on disk: its text (`None` if there is none) and its JSON.

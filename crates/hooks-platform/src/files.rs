@@ -12,6 +12,8 @@ pub struct ReadLimit {
     pub max_bytes: u64,
     /// Refuse a path whose last component is a symbolic link.
     pub no_follow: bool,
+    /// Refuse a file another user owns (see [`own`]).
+    pub own_only: bool,
 }
 
 impl ReadLimit {
@@ -19,6 +21,7 @@ impl ReadLimit {
         Self {
             max_bytes,
             no_follow: false,
+            own_only: false,
         }
     }
 
@@ -26,6 +29,57 @@ impl ReadLimit {
         self.no_follow = true;
         self
     }
+
+    /// Only a file of this user's: what the app keeps its state in.
+    pub const fn own_only(mut self) -> Self {
+        self.own_only = true;
+        self
+    }
+}
+
+/// Whether `meta` is of something this (effective) user owns: a `PermissionDenied` error
+/// naming the owner when not. State another user put where hooks-app keeps its own (a
+/// queue entry naming their folder, a hook, a session) is never believed.
+pub fn own(meta: &std::fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if meta.uid() == crate::account::uid() {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::PermissionDenied,
+        format!(
+            "belongs to user {}, not to you",
+            crate::account::name_of(meta.uid())
+        ),
+    ))
+}
+
+/// A folder the app keeps state in, made safe to use: refused when another user owns it
+/// (or it is not a folder), made private (0700) when others could enter it. Says what it
+/// changed, if anything. A folder that does not exist is left to be created.
+pub fn own_private_dir(dir: &Path) -> io::Result<Option<String>> {
+    use std::os::unix::fs::PermissionsExt;
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    own(&meta)?;
+    if !meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "is not a folder",
+        ));
+    }
+    let mode = meta.permissions().mode() & 0o7777;
+    if mode & 0o077 == 0 {
+        return Ok(None);
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    Ok(Some(format!(
+        "made {} private (0700; it was {mode:04o})",
+        dir.display()
+    )))
 }
 
 /// Opens `path` for reading without blocking (a FIFO with no writer, a terminal, a device
@@ -97,7 +151,11 @@ pub fn open_regular_with(path: &Path, options: &mut OpenOptions) -> io::Result<F
 /// larger file is a `FileTooLarge` error naming the cap; nothing is read from it.
 pub fn read_regular(path: &Path, limit: ReadLimit) -> io::Result<Vec<u8>> {
     let file = open_regular(path, limit.no_follow)?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if limit.own_only {
+        own(&meta)?;
+    }
+    let len = meta.len();
     if len > limit.max_bytes {
         return Err(too_large(len, limit.max_bytes));
     }
@@ -122,23 +180,38 @@ pub fn too_large(len: u64, cap: u64) -> io::Error {
 /// Replaces `path` with `text` atomically (a temp file beside it, renamed over it), the file
 /// private to its owner (0600), creating its folder if need be.
 pub fn write_private(path: &Path, text: &str) -> io::Result<()> {
-    use std::io::Write;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let tmp = dir.join(format!(
-        ".{}.{}",
-        path.file_name().and_then(|n| n.to_str()).unwrap_or("tmp"),
-        std::process::id()
-    ));
-    create_private_dir(dir).and_then(|()| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        std::fs::rename(&tmp, path)
-    })
+    create_private_dir(dir)?;
+    replace(path, text.as_bytes(), None)
+}
+
+/// Replaces `path` with `bytes` atomically: a new file beside it, renamed over it. The new
+/// file is created private (0600) under a name no one can guess, never through a link or
+/// onto anything already there (`O_CREAT|O_EXCL`, by `tempfile`), so another user watching
+/// the folder cannot open it while it is written and a planted link or FIFO is never
+/// followed. It is given `mode` (the file's old mode, say) only once written and synced,
+/// just before the rename. A rename that fails leaves `path` as it was and removes the
+/// new file.
+pub fn replace(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .permissions(std::fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    if let Some(mode) = mode {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))?;
+    }
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Creates `dir` and any missing parents private to their owner (0700); a folder that is
