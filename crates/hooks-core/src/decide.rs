@@ -120,7 +120,12 @@ pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
         Some(SkipReason::Disabled)
     } else if let Some(f) = i.failure.filter(|f| !i.hook.errors.contains(f.kind)) {
         Some(SkipReason::NotItsError(f.kind))
-    } else if let Some(at) = i.stamp.filter(|_| i.failure.is_none()) {
+    } else if let Some(at) = i.stamp.filter(|s| {
+        // A failure known by its time is the one already followed up when a follow-up ran
+        // after it.
+        i.failure
+            .is_none_or(|f| f.at.is_some_and(|failed| failed <= *s))
+    }) {
         Some(SkipReason::AlreadyRan { at })
     } else if i.hook.skip_cron && i.origin == Origin::Cron {
         Some(SkipReason::CronSession)
@@ -462,6 +467,13 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         && t.went_on_after(failed)
     {
         return FireDecision::Finish(Status::skipped(WENT_ON));
+    }
+    // A follow-up runs with the user's credentials, and an agent started in a folder loads
+    // that folder's own settings and hooks: never in a folder another user owns.
+    if let (Some(owner), Some(cwd)) = (&i.facts.folder_owner, i.facts.cwd()) {
+        return FireDecision::Finish(Status::skipped(format!(
+            "the conversation's folder {cwd} belongs to user {owner}, not to you: a follow-up never runs in another user's folder"
+        )));
     }
     if hook.skip_subagents && i.facts.is_subagent() {
         return FireDecision::Finish(Status::skipped(SkipReason::Subagent.to_string()));

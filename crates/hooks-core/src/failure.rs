@@ -188,6 +188,10 @@ pub struct Failure {
     pub kind: FailureKind,
     /// When the limit resets, where the failure said.
     pub resets_at: Option<Timestamp>,
+    /// When the turn failed, where the conversation's own transcript says (the API error
+    /// line it ends in): a failure is then known by its time, so the same failure told
+    /// again (a replayed event) is the one already followed up.
+    pub at: Option<Timestamp>,
 }
 
 /// A failed turn as Claude Code reports it: the kind, and the texts that may state a reset
@@ -198,6 +202,8 @@ pub struct FailedTurn {
     pub kind: FailureKind,
     /// What was said about it (the error text, the last message), where a reset time may be read.
     pub texts: Vec<String>,
+    /// When it failed, where the transcript says: see [`Failure::at`].
+    pub at: Option<Timestamp>,
 }
 
 impl FailedTurn {
@@ -215,6 +221,7 @@ impl FailedTurn {
         Failure {
             kind: self.kind,
             resets_at,
+            at: self.at,
         }
     }
 }
@@ -540,6 +547,7 @@ mod tests {
         let now = t("2026-12-04T06:00:00Z");
         let d = 60;
         let limit = |resets_at| Failure {
+            at: None,
             kind: FailureKind::RateLimit,
             resets_at,
         };
@@ -553,6 +561,7 @@ mod tests {
         );
         assert_eq!(due_at(&limit(None), d, 3, now), t("2026-12-04T06:04:00Z"));
         let over = Failure {
+            at: None,
             kind: FailureKind::Overloaded,
             resets_at: Some(t("2026-12-04T09:00:00Z")),
         };

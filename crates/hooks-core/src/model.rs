@@ -1206,6 +1206,12 @@ pub struct TranscriptFacts {
     /// The conversation's last assistant line is an API error Claude Code wrote in place
     /// of a reply (`isApiErrorMessage`): its last turn failed and nothing answered since.
     pub ends_in_error: bool,
+    /// When the API error the conversation ends in was written (its line's `timestamp`),
+    /// with [`TranscriptFacts::ends_in_error`].
+    pub failed_at: Option<Timestamp>,
+    /// The kind of that error as Claude Code wrote it (the line's `error`: `rate_limit`,
+    /// `overloaded`, …).
+    pub failed_kind: Option<String>,
     /// The agent whose conversation this is, when its format says (`codex` for a Codex
     /// rollout); `None` for Claude Code's own transcripts.
     pub agent: Option<String>,
@@ -1237,6 +1243,9 @@ pub struct SessionFacts {
     /// project settings, then the project's, then the user's), when one is set: what a
     /// conversation with no reply yet runs on.
     pub settings_model: Option<String>,
+    /// The user who owns the folder a follow-up would run in ([`SessionFacts::cwd`]), when
+    /// that is not this user: such a conversation is never resumed.
+    pub folder_owner: Option<String>,
 }
 
 impl SessionFacts {

@@ -88,7 +88,8 @@ pub fn plan_event(
                 hook_id: hook.id.clone(),
                 session_id: r.session.clone(),
                 due_at: DueAt::At(due_at),
-                queued_at: Some(r.now),
+                // A failure is queued as of when it happened, where that is known.
+                queued_at: Some(r.failure.as_ref().and_then(|f| f.at).unwrap_or(r.now)),
                 retries: 0,
                 claim: None,
                 waiting: r.failure.as_ref().map(|f| Waiting {

@@ -355,6 +355,7 @@ impl Service {
             let unknown = crate::failure::FailedTurn {
                 kind: FailureKind::Unknown,
                 texts: Vec::new(),
+                at: None,
             };
             ev.failure
                 .as_ref()
@@ -1197,6 +1198,7 @@ impl Service {
     ) -> Result<Option<FireAction>, ServiceError> {
         let now = self.now();
         let turn = failure::FailedTurn {
+            at: None,
             kind,
             texts: record.outcome.result_text.iter().cloned().collect(),
         };

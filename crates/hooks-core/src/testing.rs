@@ -341,6 +341,7 @@ impl SessionMeta for InMemoryMeta {
             open: lock(&self.open).get(session).cloned(),
             lease: lease.map(|l| self.judge(l)),
             settings_model: None,
+            folder_owner: None,
         })
     }
     async fn begin_run(

@@ -509,6 +509,43 @@ fn enqueue_decision_table() {
     assert_eq!(decide_enqueue(input), at_once, "no delay: due at once");
 }
 
+/// A failure known by its time (the transcript's API error line) is the one followed up
+/// already once a follow-up ran after it: told again, it is not queued again. A failure
+/// after that run, or one whose time is not known, is a new one.
+#[test]
+fn a_failure_told_again_after_its_follow_up_is_not_queued_again() {
+    let now = t0();
+    let mut hook =
+        HookSpec::continue_after_limit().into_hook(crate::model::continue_after_limit_id(), now);
+    hook.enabled = true;
+    let rules = HookRules::from(&hook);
+    let ran = now - Duration::minutes(5);
+    let failure = |at: Option<crate::stamp::Timestamp>| crate::failure::Failure {
+        kind: FailureKind::RateLimit,
+        resets_at: None,
+        at,
+    };
+    let decide = |f: &crate::failure::Failure| {
+        decide_enqueue(EnqueueInput {
+            failure: Some(f),
+            hook: &rules,
+            stamp: Some(ran),
+            origin: Origin::Interactive,
+            subagent: false,
+            already_pending: false,
+            now,
+        })
+    };
+    let before = failure(Some(ran - Duration::minutes(1)));
+    assert_eq!(
+        decide(&before),
+        EnqueueDecision::Skip(SkipReason::AlreadyRan { at: ran })
+    );
+    for f in [failure(Some(ran + Duration::minutes(1))), failure(None)] {
+        assert!(matches!(decide(&f), EnqueueDecision::Queue { .. }), "{f:?}");
+    }
+}
+
 fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> TranscriptFacts {
     TranscriptFacts {
         path: "/t/s1.jsonl".into(),
@@ -520,6 +557,8 @@ fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> Transcri
         model: None,
         last_reply_at: None,
         ends_in_error: false,
+        failed_at: None,
+        failed_kind: None,
         agent: None,
     }
 }
@@ -545,6 +584,7 @@ fn fire_decision_table() {
         open: None,
         lease: None,
         settings_model: None,
+        folder_owner: None,
     };
     let stamped = SessionFacts {
         state: SessionState {
@@ -1447,6 +1487,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
             holder,
         }),
         settings_model: None,
+        folder_owner: None,
     };
     let entry = pending(0);
     let decide = |hook: Option<&Hook>, facts: &SessionFacts| {
@@ -2664,6 +2705,7 @@ fn failed_event(s: &str, kind: FailureKind, text: &str) -> NotifyEvent {
     NotifyEvent {
         event: Event::ConversationFailed,
         failure: Some(crate::failure::FailedTurn {
+            at: None,
             kind,
             texts: vec![text.to_owned()],
         }),

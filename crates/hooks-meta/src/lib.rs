@@ -167,6 +167,7 @@ impl SessionMeta for MetaStore {
             o.settings_model = None;
             o
         };
+        facts.folder_owner = facts.cwd().and_then(|c| foreign_owner(Path::new(c)));
         // Only where the conversation names no model of its own (no reply yet).
         if facts
             .transcript
@@ -262,4 +263,13 @@ impl SessionMeta for MetaStore {
             ),
         ))
     }
+}
+
+/// Who owns `dir`, when another user does (a folder that cannot be read is nobody's).
+fn foreign_owner(dir: &Path) -> Option<String> {
+    let meta = std::fs::metadata(dir).ok()?;
+    hooks_platform::files::own(&meta).err().map(|_| {
+        use std::os::unix::fs::MetadataExt;
+        hooks_platform::account::name_of(meta.uid())
+    })
 }

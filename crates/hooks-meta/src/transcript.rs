@@ -44,6 +44,9 @@ struct Line {
     cwd: Option<String>,
     #[serde(default)]
     timestamp: Option<String>,
+    /// An API error line's kind (`rate_limit`, …); anything else elsewhere.
+    #[serde(default)]
+    error: Option<Value>,
     #[serde(default)]
     message: Option<Message>,
 }
@@ -225,6 +228,14 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
         if !seen_assistant && (api_error || !line.is_synthetic()) {
             seen_assistant = true;
             facts.ends_in_error = api_error;
+            if api_error {
+                facts.failed_at = line.timestamp.as_deref().and_then(parse_time);
+                facts.failed_kind = line
+                    .error
+                    .as_ref()
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+            }
         }
         if line.is_synthetic() {
             continue;

@@ -56,8 +56,10 @@ pub struct HookPlan {
 /// `checked`: the input came with the hook token over HTTP, which another local user may
 /// have seen (holding the hook's port while the daemon was down), so it is believed only
 /// as far as the conversation's own transcript bears it out: the transcript must be the
-/// user's own file under Claude Code's `projects/`, named for the session, and a `Stop` is
-/// done only when the transcript's last reply ends with the marker.
+/// user's own file under Claude Code's `projects/`, named for the session; a `Stop` is
+/// done only when the transcript's last reply ends with the marker; a `StopFailure` is a
+/// failure only when the transcript ends in an API error, and is the failure of that line
+/// (its kind, its time), so telling it again follows nothing up twice.
 pub fn plan(
     ctx: &Context,
     buf: &[u8],
@@ -67,9 +69,12 @@ pub fn plan(
 ) -> AppResult<Option<HookPlan>> {
     let input =
         HookInput::parse(buf).map_err(|e: InputError| AppError::invalid(format!("{from}: {e}")))?;
-    if checked {
+    let told = if checked {
         check_transcript(ctx, &input)?;
-    }
+        Some(told_failure(&input)?)
+    } else {
+        None
+    };
     let from_transcript = || {
         input
             .transcript_path
@@ -81,9 +86,16 @@ pub fn plan(
     let closed = input.hook_event_name == "SessionEnd";
     // A turn Claude Code stopped on an error: the conversation-failed hooks, with what the
     // CLI said (a usage limit's message says when it resets).
-    let failure = (input.hook_event_name == "StopFailure").then(|| failure::FailedTurn {
-        kind: failure::FailureKind::from_claude(input.error.as_deref().unwrap_or("unknown")),
-        texts: input.failure_texts(),
+    let failure = (input.hook_event_name == "StopFailure").then(|| {
+        let (kind, at) = match told.flatten() {
+            Some((kind, at)) => (kind, at),
+            None => (input.error.clone(), None),
+        };
+        failure::FailedTurn {
+            kind: failure::FailureKind::from_claude(kind.as_deref().unwrap_or("unknown")),
+            texts: input.failure_texts(),
+            at,
+        }
     });
     let queue = failure.is_some()
         || match input.hook_event_name.as_str() {
@@ -127,23 +139,81 @@ pub fn plan(
     }))
 }
 
+/// For a checked `StopFailure`: the failure as the transcript tells it (the kind Claude
+/// Code wrote on its API error line, and that line's time). An input whose transcript does
+/// not end in an API error tells of no failure: refused. `Ok(None)` for other events.
+fn told_failure(
+    input: &HookInput,
+) -> AppResult<Option<(Option<String>, Option<hooks_core::stamp::Timestamp>)>> {
+    if input.hook_event_name != "StopFailure" {
+        return Ok(None);
+    }
+    let facts = input
+        .transcript_path
+        .as_deref()
+        .and_then(|p| hooks_meta::read_facts(std::path::Path::new(p)).ok());
+    match facts {
+        Some(f) if f.ends_in_error => Ok(Some((
+            f.failed_kind.or_else(|| input.error.clone()),
+            f.failed_at,
+        ))),
+        _ => Err(AppError::invalid(
+            "hook_event_name: a StopFailure is believed only when the conversation's transcript ends in the failed turn, and it does not",
+        )),
+    }
+}
+
 /// Whether the transcript a hook input names already holds what the input says: Claude
 /// Code may send an `http` hook before its transcript is on disk. True for anything but a
-/// `Stop` once the file is there; for a `Stop`, once the transcript's last reply is the one
-/// the input claims.
-pub fn transcript_caught_up(buf: &[u8]) -> bool {
+/// `Stop` or `StopFailure` once the file is there; for a `Stop`, once the transcript's last
+/// reply is the one the input claims; for a `StopFailure`, once it ends in an API error.
+/// `None` when the input names no transcript (or is not an input): nothing to wait for.
+pub fn transcript_caught_up(input: &HookInput, facts: &TranscriptFacts) -> bool {
+    match input.hook_event_name.as_str() {
+        "Stop" => {
+            input.last_assistant_message.as_deref().map(str::trim_end)
+                == facts.last_assistant_text.as_deref().map(str::trim_end)
+        }
+        "StopFailure" => facts.ends_in_error,
+        _ => true,
+    }
+}
+
+/// Waits, up to `wait`, until the transcript an input names holds what it says (see
+/// [`transcript_caught_up`]), reading it again only when it changed (its size or time): a
+/// false event costs one read of its transcript, however long it waits. Only a transcript
+/// [`plan`] would accept is read at all.
+pub async fn await_transcript(ctx: &Context, buf: &[u8], wait: std::time::Duration) {
     let Ok(input) = HookInput::parse(buf) else {
-        return true;
+        return;
     };
-    let Some(path) = input.transcript_path.as_deref() else {
-        return true;
+    if check_transcript(ctx, &input).is_err() {
+        return;
+    }
+    let Some(path) = input.transcript_path.as_deref().map(std::path::Path::new) else {
+        return;
     };
-    let Ok(facts) = hooks_meta::read_facts(std::path::Path::new(path)) else {
-        return false;
+    let stamp = || {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
     };
-    input.hook_event_name != "Stop"
-        || input.last_assistant_message.as_deref().map(str::trim_end)
-            == facts.last_assistant_text.as_deref().map(str::trim_end)
+    let until = std::time::Instant::now() + wait;
+    let mut seen = None;
+    loop {
+        let now = stamp();
+        if now != seen {
+            seen = now;
+            match hooks_meta::read_facts(path) {
+                Ok(f) if transcript_caught_up(&input, &f) => return,
+                _ => {}
+            }
+        }
+        if std::time::Instant::now() >= until {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
 }
 
 /// That a hook input names a conversation of this user: its transcript is a regular file

@@ -19,6 +19,21 @@ pub fn create_dir_private(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// The store's folder and its `sessions/` as a store may use them: refused when another
+/// user owns either (they could have written the queue, and with it the folder a
+/// follow-up runs in), made private when others could enter them.
+pub fn own_store_dir(dir: &Path) -> Result<(), StoreError> {
+    for d in [dir.to_owned(), dir.join("sessions")] {
+        hooks_platform::files::own_private_dir(&d).map_err(|e| {
+            StoreError::Io(format!(
+                "{} {e}: hooks-app keeps its queue only in a folder of your own; remove it, or name another store",
+                d.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// Creates a new file with mode `0600`; fails if it exists.
 pub fn create_private(path: &Path) -> std::io::Result<File> {
     OpenOptions::new()
@@ -96,7 +111,9 @@ impl FileBytes {
         use std::io::Read;
         use std::os::fd::AsRawFd;
         let file = hooks_platform::open_regular(path, false)?;
-        let len = file.metadata()?.len();
+        let meta = file.metadata()?;
+        hooks_platform::files::own(&meta)?;
+        let len = meta.len();
         if len > max {
             return Err(hooks_platform::files::too_large(len, max));
         }

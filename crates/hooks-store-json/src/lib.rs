@@ -127,6 +127,7 @@ impl JsonStore {
     /// Opens the store in `dir`, creating the folder (`0700`) and seeding the file with the
     /// `post-task` and `continue-after-limit` hooks when it does not exist yet.
     pub fn open(dir: &Path, now: Timestamp) -> Result<Self, StoreError> {
+        fsutil::own_store_dir(dir)?;
         create_dir_private(dir).map_err(|e| io_err(dir, "create the data folder", &e))?;
         let store = Self {
             dir: dir.to_owned(),
@@ -151,6 +152,7 @@ impl JsonStore {
 
     /// Opens an existing store without creating or seeding anything.
     pub fn open_existing(dir: &Path) -> Result<Self, StoreError> {
+        fsutil::own_store_dir(dir)?;
         let store = Self {
             dir: dir.to_owned(),
             path: dir.join(STORE_FILE),
@@ -777,10 +779,9 @@ impl HookStore for JsonStore {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(&path, "read", &e)),
         };
-        let len = file
-            .metadata()
-            .map_err(|e| io_err(&path, "read", &e))?
-            .len();
+        let meta = file.metadata().map_err(|e| io_err(&path, "read", &e))?;
+        hooks_platform::files::own(&meta).map_err(|e| io_err(&path, "read", &e))?;
+        let len = meta.len();
         let mut lines = hooks_platform::files::LinesFromEnd::new(file, len, u64::MAX, 256 * 1024);
         // Lines from different writers may be appended a little out of time order.
         let slack = time::Duration::hours(1);

@@ -29,7 +29,10 @@ const MAX_SESSION_BYTES: u64 = 1024 * 1024;
 
 /// A session file's bytes, when it is a regular file (never a FIFO, never waited on).
 fn read_session_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-    hooks_platform::read_regular(path, hooks_platform::ReadLimit::bytes(MAX_SESSION_BYTES))
+    hooks_platform::read_regular(
+        path,
+        hooks_platform::ReadLimit::bytes(MAX_SESSION_BYTES).own_only(),
+    )
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]

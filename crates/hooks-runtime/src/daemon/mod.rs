@@ -123,6 +123,7 @@ pub fn serve(ctx: &Context, a: &ServeOptions) -> AppResult<ExitCode> {
             ctx: ctx.clone(),
             svc: svc.clone(),
             store: store.clone(),
+            catch_up: tokio::sync::Semaphore::new(web::CATCH_UP_AT_ONCE),
         };
         let hook_token = match &token {
             Some(_) => Some(hooks_http::hook_token(&ctx.data_dir).map_err(AppError::runtime)?),

@@ -47,7 +47,12 @@ pub struct Web {
     pub ctx: Context,
     pub svc: Arc<Service>,
     pub store: Store,
+    /// The checked hook inputs that may wait for their transcript at once.
+    pub catch_up: tokio::sync::Semaphore,
 }
+
+/// How many checked hook inputs wait for their transcript at once (see `hook_input`).
+pub const CATCH_UP_AT_ONCE: usize = 4;
 
 fn api_error(e: AppError) -> ApiError {
     if e.code == 2 {
@@ -86,12 +91,10 @@ impl hooks_http::Backend for Web {
         let on = on_session_end.then_some(HookTrigger::SessionEnd);
         if checked {
             // Claude Code may post before its transcript is written: give it a moment
-            // (a true event catches up in milliseconds; a false one only costs its sender).
-            let until = std::time::Instant::now() + TRANSCRIPT_WAIT;
-            while !crate::claude_hook::transcript_caught_up(body)
-                && std::time::Instant::now() < until
-            {
-                tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+            // (a true event catches up in milliseconds; a false one costs one read of the
+            // user's own transcript, and a few at a time: past that, none is waited for).
+            if let Ok(_turn) = self.catch_up.try_acquire() {
+                crate::claude_hook::await_transcript(&self.ctx, body, TRANSCRIPT_WAIT).await;
             }
         }
         match crate::claude_hook::plan(&self.ctx, body, on, "body", checked).map_err(api_error)? {
