@@ -2,6 +2,7 @@
 //! files in a scratch home, the real `claude` CLI against a loopback mock API, and a fake
 //! `claude` script where the real one is not needed.
 
+mod attacks;
 mod bad_input;
 mod browser;
 mod chaos;

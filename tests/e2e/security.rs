@@ -13,7 +13,7 @@ use crate::http::{Served, call};
 use crate::support::*;
 
 /// A stand-in `claude` that keeps its arguments and its stdin, one file each per run.
-fn recording_claude(app: &mut App) -> PathBuf {
+pub(crate) fn recording_claude(app: &mut App) -> PathBuf {
     let dir = app.env.dir.path().join("runs");
     std::fs::create_dir_all(&dir).unwrap();
     let script = app.env.dir.path().join("recording-claude");
@@ -43,7 +43,7 @@ fn run_file(dir: &Path, session: &str, ext: &str) -> Option<PathBuf> {
 }
 
 /// What the stand-in saw for `session`: (arguments, stdin).
-fn seen(dir: &Path, session: &str) -> Option<(String, String)> {
+pub(crate) fn seen(dir: &Path, session: &str) -> Option<(String, String)> {
     let entry = run_file(dir, session, "args")?;
     let args = std::fs::read_to_string(&entry).ok()?;
     let stdin = std::fs::read_to_string(entry.with_extension("stdin")).ok()?;
@@ -763,7 +763,7 @@ fn relative_paths_and_a_cap_that_rounds_to_nothing_are_refused() {
     d.stop();
 }
 
-fn mkfifo(p: &Path) {
+pub(crate) fn mkfifo(p: &Path) {
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path; mkfifo has no memory effects.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
@@ -950,7 +950,7 @@ fn open_fds(pid: u32) -> u64 {
 }
 
 /// CPU seconds a process has used (user + system).
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let rest = stat.rsplit_once(')').unwrap().1;
     let f: Vec<&str> = rest.split_whitespace().collect();
@@ -1335,7 +1335,7 @@ fn the_http_hooks_token_grants_another_user_nothing_but_true_events() {
 
 /// Runs `code` in python3 as another local user (`nobody`) when this test runs as root;
 /// returns what it printed. `None` when not root.
-fn as_another_user(code: &str) -> Option<String> {
+pub(crate) fn as_another_user(code: &str) -> Option<String> {
     use std::os::unix::process::CommandExt;
     if hooks_platform::account::uid() != 0 {
         eprintln!("not root: the attack from another local user is not run here (CI runs as root)");

@@ -1,0 +1,410 @@
+//! The third pass of attacks on trust (docs/SECURITY.md): another user's folder, port or
+//! race, and a repository's planted names. Each test runs the attack; those that need a
+//! second local user run it as `nobody` when the suite runs as root (CI does) and say so
+//! when it does not.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use hooks_testkit::wait_until;
+use serde_json::Value;
+
+use crate::http::{Served, call};
+use crate::security::{cpu_seconds, recording_claude, seen};
+use crate::support::*;
+
+fn root_or_say(what: &str) -> bool {
+    let root = hooks_platform::account::uid() == 0;
+    if !root {
+        eprintln!("not root: {what} is not run here (CI runs as root)");
+    }
+    root
+}
+
+fn chown_nobody(p: &Path) {
+    std::os::unix::fs::chown(p, Some(65534), Some(65534)).unwrap();
+}
+
+/// A JSON store folder another user made first, with a queue of theirs in it (a follow-up
+/// whose folder is theirs), is refused by every command: nothing of theirs is read, run or
+/// written. A store folder of the user's own that others could enter is made private.
+#[test]
+fn a_store_folder_another_user_made_is_refused_and_runs_nothing_of_theirs() {
+    if !root_or_say("a folder of another user") {
+        return;
+    }
+    let mut app = App::fake();
+    let runs = recording_claude(&mut app);
+    app.ok(&["init"]);
+    let theirs = app.env.dir.path().join("team-store");
+    std::fs::create_dir_all(theirs.join("sessions")).unwrap();
+    let their_proj = app.env.workdir("their-proj");
+    // Their queue: post-task due long ago for a conversation of their folder.
+    let mut file: Value =
+        serde_json::from_slice(&std::fs::read(app.store_file()).unwrap()).unwrap();
+    file["pending"] = serde_json::json!([{"hookId": "post-task", "sessionId": "s-theirs",
+        "dueAt": "2020-01-01T00:00:00+0000", "retries": 0}]);
+    std::fs::write(theirs.join("hooks.json"), file.to_string()).unwrap();
+    std::fs::write(
+        theirs.join("sessions/s-theirs.json"),
+        serde_json::json!({"sessionId": "s-theirs", "cwd": their_proj}).to_string(),
+    )
+    .unwrap();
+    for p in [
+        theirs.clone(),
+        theirs.join("sessions"),
+        theirs.join("hooks.json"),
+        theirs.join("sessions/s-theirs.json"),
+        their_proj.clone(),
+    ] {
+        chown_nobody(&p);
+    }
+    std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let app = app.on_store(&format!("json:{}", theirs.display()));
+    for cmd in [&["pending"][..], &["tick"], &["hooks", "list"], &["init"]] {
+        let o = app.run(cmd);
+        assert_eq!(o.status.code(), Some(1), "{cmd:?}: {o:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("belongs to user nobody"), "{cmd:?}: {err}");
+    }
+    assert!(
+        seen(&runs, "s-theirs").is_none(),
+        "their follow-up ran as the user"
+    );
+    assert_eq!(
+        std::fs::metadata(&theirs).unwrap().permissions().mode() & 0o777,
+        0o777,
+        "another user's folder is not touched"
+    );
+
+    // The user's own store folder, left open to others: made private when used, and a
+    // session file someone else put in it is not believed.
+    let own = app.env.dir.path().join("own-store");
+    std::fs::create_dir_all(own.join("sessions")).unwrap();
+    std::fs::set_permissions(&own, std::fs::Permissions::from_mode(0o777)).unwrap();
+    std::fs::set_permissions(own.join("sessions"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let app = app.on_store(&format!("json:{}", own.display()));
+    app.ok(&["init"]);
+    for d in [&own, &own.join("sessions")] {
+        assert_eq!(
+            std::fs::metadata(d).unwrap().permissions().mode() & 0o777,
+            0o700,
+            "{}",
+            d.display()
+        );
+    }
+    let planted = own.join("sessions/s-planted.json");
+    std::fs::write(
+        &planted,
+        serde_json::json!({"sessionId": "s-planted", "cwd": their_proj}).to_string(),
+    )
+    .unwrap();
+    chown_nobody(&planted);
+    let o = app.run(&["session", "s-planted"]);
+    assert_ne!(o.status.code(), Some(0), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("belongs to user nobody"),
+        "{o:?}"
+    );
+}
+
+/// Whatever a store says, a follow-up never runs in a folder another user owns: `claude`
+/// started there would load that folder's own settings and hooks, with the user's
+/// credentials.
+#[test]
+fn a_follow_up_never_runs_in_a_folder_another_user_owns() {
+    if !root_or_say("a folder of another user") {
+        return;
+    }
+    let mut app = App::fake();
+    let runs = recording_claude(&mut app);
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let their_proj = app.env.workdir("their-proj");
+    chown_nobody(&their_proj);
+    let t = app.transcript("s-their-folder", &their_proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "s-their-folder",
+        "--cwd",
+        their_proj.to_str().unwrap(),
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    app.ok(&["tick"]);
+    assert!(
+        seen(&runs, "s-their-folder").is_none(),
+        "it ran in their folder"
+    );
+    let status = app.last_status("post-task");
+    assert!(
+        status.starts_with("skipped:") && status.contains("belongs to user nobody"),
+        "{status}"
+    );
+}
+
+/// The hook's token of a user who squatted the `http` hook's port: a failure event for a
+/// conversation that never failed is refused, and one for a real failure, told again and
+/// again, continues it once.
+#[test]
+fn forged_and_replayed_failure_events_continue_nothing_twice() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
+    app.ok(&[
+        "install",
+        "--transport",
+        "http",
+        "--http-url",
+        "http://127.0.0.1:9",
+        "--daemon",
+        "none",
+    ]);
+    let stolen = std::fs::read_to_string(app.data_dir().join("hook.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let d = Served::start(&app, &[], &[]);
+    let bearer = format!("Bearer {stolen}");
+    let failure = |sid: &str, t: &Path| {
+        serde_json::json!({"hook_event_name": "StopFailure", "session_id": sid, "cwd": app.proj,
+            "transcript_path": t, "error": "rate_limit",
+            "last_assistant_message": "API Error: Request rejected (429) · rate limited"})
+        .to_string()
+    };
+    let post = |body: &str| {
+        call(
+            d.addr,
+            "POST",
+            "/api/v1/events",
+            &[("Authorization", &bearer)],
+            Some(body),
+        )
+    };
+    // A conversation that ended well: no failure to continue.
+    let fine = app.transcript("s-fine", &app.proj, 1000);
+    let r = post(&failure("s-fine", &fine));
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body.contains("ends in the failed turn"), "{}", r.body);
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+
+    // A real failure: its transcript ends in Claude Code's API error line.
+    let failed = app.transcript("s-failed", &app.proj, 1000);
+    let error_line = serde_json::json!({"type": "assistant", "cwd": app.proj, "sessionId": "s-failed",
+        "timestamp": "2026-12-05T10:00:00.000Z", "isApiErrorMessage": true, "error": "rate_limit",
+        "apiErrorStatus": 429, "message": {"id": "e1", "model": "<synthetic>",
+        "content": [{"type": "text", "text": "API Error: Request rejected (429)"}]}});
+    let mut text = std::fs::read_to_string(&failed).unwrap();
+    text.push_str(&format!("{error_line}\n"));
+    std::fs::write(&failed, text).unwrap();
+    let r = post(&failure("s-failed", &failed));
+    assert_eq!(r.status, 200, "{}", r.body);
+    let continued = || {
+        app.runs()
+            .iter()
+            .filter(|r| r["sessionId"] == "s-failed" && r["status"] == "ok")
+            .count()
+    };
+    assert!(
+        wait_until(60, || continued() == 1),
+        "the true failure is continued: {:?}",
+        app.runs()
+    );
+    // The same failure told again (the conversation still ends in it): nothing more runs.
+    for _ in 0..5 {
+        let r = post(&failure("s-failed", &failed));
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    app.ok(&["tick"]);
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+    assert_eq!(continued(), 1, "{:?}", app.runs());
+    d.stop();
+}
+
+/// Stop events with the hook's token that name a long transcript of the user's, claiming a
+/// reply it does not hold, cost the daemon one read each, not a read every 25 ms for 3 s.
+#[test]
+fn bogus_stop_events_cost_the_daemon_one_read_each() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&[
+        "install",
+        "--transport",
+        "http",
+        "--http-url",
+        "http://127.0.0.1:9",
+        "--daemon",
+        "none",
+    ]);
+    let stolen = std::fs::read_to_string(app.data_dir().join("hook.token"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    // A long conversation: 8 MiB of replies before its last one.
+    let t = app.transcript("s-long", &app.proj, 1000);
+    let filler = serde_json::json!({"type": "user", "message": {"role": "user",
+        "content": "x".repeat(64 * 1024)}})
+    .to_string();
+    let mut text = String::new();
+    for _ in 0..128 {
+        text.push_str(&filler);
+        text.push('\n');
+    }
+    text.push_str(&std::fs::read_to_string(&t).unwrap());
+    std::fs::write(&t, text).unwrap();
+    let d = Served::start(&app, &[], &[]);
+    let before = cpu_seconds(d.child.id());
+    let bearer = format!("Bearer {stolen}");
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let (addr, bearer, t, proj) = (d.addr, bearer.clone(), t.clone(), app.proj.clone());
+            std::thread::spawn(move || {
+                for j in 0..3 {
+                    let body =
+                        serde_json::json!({"hook_event_name": "Stop", "session_id": "s-long",
+                        "cwd": proj, "transcript_path": t,
+                        "last_assistant_message": format!("not what it said {i} {j}\nDONE")})
+                        .to_string();
+                    let r = call(
+                        addr,
+                        "POST",
+                        "/api/v1/events",
+                        &[("Authorization", &bearer)],
+                        Some(&body),
+                    );
+                    assert_eq!(r.status, 200, "{}", r.body);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let spent = cpu_seconds(d.child.id()) - before;
+    // 24 events: one read of 8 MiB each is well under a second of CPU; a read every 25 ms
+    // for 3 s each was 120 reads an event.
+    assert!(
+        spent < 4.0,
+        "24 bogus events cost the daemon {spent:.2} CPU-seconds"
+    );
+    d.stop();
+}
+
+/// `install` rewrites a private settings file (it may hold an API key in its `env`)
+/// without ever making a copy others can read: each file created in the folder while it
+/// works is private from its first moment. Watched with inotify as another user would.
+#[test]
+fn install_and_uninstall_never_leave_a_private_settings_file_readable() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let home = app.env.claude_home();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = home.join("settings.json");
+    std::fs::write(&settings, r#"{"env": {"ANTHROPIC_API_KEY": "sk-secret"}}"#).unwrap();
+    std::fs::set_permissions(&settings, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(String, u32)>::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (seen, stop, home) = (seen.clone(), stop.clone(), home.clone());
+        std::thread::spawn(move || watch_created(&home, &seen, &stop))
+    };
+    for _ in 0..15 {
+        app.ok(&["install", "--daemon", "none"]);
+        app.ok(&["uninstall"]);
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Wake the watcher with one more event of its folder.
+    std::fs::write(home.join(".wake"), "").unwrap();
+    watcher.join().unwrap();
+    let seen = seen.lock().unwrap();
+    assert!(!seen.is_empty(), "the watcher saw install's files");
+    let loose: Vec<_> = seen
+        .iter()
+        .filter(|(n, m)| n != ".wake" && m & 0o077 != 0)
+        .collect();
+    assert!(
+        loose.is_empty(),
+        "readable by others while written: {loose:?}"
+    );
+    assert_eq!(
+        std::fs::metadata(&settings).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+/// Every file created in `dir` until `stop`, with its mode as soon as it was seen.
+fn watch_created(
+    dir: &Path,
+    seen: &std::sync::Mutex<Vec<(String, u32)>>,
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    // SAFETY: plain inotify calls on a descriptor this function owns and closes.
+    let fd = unsafe { libc::inotify_init1(0) };
+    assert!(fd >= 0);
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).unwrap();
+    let wd = unsafe { libc::inotify_add_watch(fd, path.as_ptr(), libc::IN_CREATE) };
+    assert!(wd >= 0);
+    let mut buf = vec![0u8; 64 * 1024];
+    while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        let mut off = 0usize;
+        while off + std::mem::size_of::<libc::inotify_event>() <= n as usize {
+            // SAFETY: the kernel wrote whole events into `buf`.
+            let ev = unsafe { &*(buf.as_ptr().add(off) as *const libc::inotify_event) };
+            let name_start = off + std::mem::size_of::<libc::inotify_event>();
+            let name = &buf[name_start..name_start + ev.len as usize];
+            let name =
+                String::from_utf8_lossy(name.split(|b| *b == 0).next().unwrap_or(&[])).into_owned();
+            if let Ok(m) = std::fs::symlink_metadata(dir.join(&name)) {
+                seen.lock()
+                    .unwrap()
+                    .push((name, m.permissions().mode() & 0o7777));
+            }
+            off = name_start + ev.len as usize;
+        }
+    }
+    unsafe { libc::close(fd) };
+}
+
+/// A hostile clone ships links at every name `install --scope local` might write its
+/// temporary file under (one per possible pid, pointing at `.git/hooks/pre-commit`), and
+/// FIFOs beside them: `install` follows none of them, creates nothing through them, and
+/// does not hang.
+#[test]
+fn install_into_a_hostile_clone_writes_through_no_planted_link() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let claude_dir = app.proj.join(".claude");
+    let hooks_dir = app.proj.join(".git/hooks");
+    std::fs::create_dir_all(&claude_dir).unwrap();
+    std::fs::create_dir_all(&hooks_dir).unwrap();
+    let target = hooks_dir.join("pre-commit");
+    let last: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1);
+    for pid in last..last + 3000 {
+        for name in ["settings.local.json", "settings.json"] {
+            let _ = std::os::unix::fs::symlink(
+                &target,
+                claude_dir.join(format!(".{name}.hooks-app.{pid}")),
+            );
+        }
+        let fifo = claude_dir.join(format!(".settings.local.json.{pid}"));
+        crate::security::mkfifo(&fifo);
+    }
+    app.ok(&["install", "--scope", "local", "--daemon", "none"]);
+    assert!(!target.exists(), "install wrote through a planted link");
+    let local = claude_dir.join("settings.local.json");
+    let meta = std::fs::symlink_metadata(&local).unwrap();
+    assert!(meta.file_type().is_file(), "{meta:?}");
+    let v: Value = serde_json::from_slice(&std::fs::read(&local).unwrap()).unwrap();
+    assert!(v["hooks"]["Stop"].is_array(), "{v}");
+}
