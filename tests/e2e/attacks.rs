@@ -408,3 +408,57 @@ fn install_into_a_hostile_clone_writes_through_no_planted_link() {
     let v: Value = serde_json::from_slice(&std::fs::read(&local).unwrap()).unwrap();
     assert!(v["hooks"]["Stop"].is_array(), "{v}");
 }
+
+/// 300 kept-alive connections that each asked for `/api/v1/healthz` (no token needed) hold
+/// no place against the token holder: they are anonymous, and make room as silent ones do.
+#[test]
+fn kept_alive_health_checks_do_not_keep_the_token_holder_out() {
+    use std::io::{Read, Write};
+    crate::security::allow_own_files(4096);
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    let addr = d.addr;
+    let ask = format!("GET /api/v1/healthz HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+    let open = || {
+        let mut s = std::net::TcpStream::connect(addr).ok()?;
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+            .ok()?;
+        s.write_all(ask.as_bytes()).ok()?;
+        let mut buf = [0u8; 4096];
+        let n = s.read(&mut buf).ok()?;
+        (n > 0).then_some(s)
+    };
+    let mut socks: Vec<_> = (0..300).filter_map(|_| open()).collect();
+    assert!(
+        socks.len() > 250,
+        "the flood holds its places: {}",
+        socks.len()
+    );
+    let mut answered = 0;
+    for _ in 0..20 {
+        let r = call(
+            d.addr,
+            "GET",
+            "/api/v1/hooks",
+            &[("Authorization", &d.auth())],
+            None,
+        );
+        if r.status == 200 {
+            answered += 1;
+        }
+        // The flood takes its places back at once.
+        for s in socks.iter_mut() {
+            let mut probe = [0u8; 1];
+            s.set_nonblocking(true).unwrap();
+            if matches!(s.read(&mut probe), Ok(0)) {
+                if let Some(n) = open() {
+                    *s = n;
+                }
+            }
+            let _ = s.set_nonblocking(false);
+        }
+    }
+    assert_eq!(answered, 20, "the token holder is answered under the flood");
+    d.stop();
+}

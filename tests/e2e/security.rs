@@ -928,7 +928,7 @@ fn limit_files(pid: u32, n: u64) {
 }
 
 /// Lets this test open `n` files.
-fn allow_own_files(n: u64) {
+pub(crate) fn allow_own_files(n: u64) {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,

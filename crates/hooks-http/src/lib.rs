@@ -112,12 +112,13 @@ struct Live {
 #[derive(Clone)]
 pub(crate) struct Trust(Arc<std::sync::atomic::AtomicBool>);
 
-/// Makes room for one more connection: a finished one's, else the oldest silent one (it
-/// has sent no request, and its caller showed no credential) is ended. Any local user can
-/// open connections, so a flood of silent ones takes the places of other silent ones,
-/// never those of the user's own (a token, the page, the hook); an anonymous request that
-/// is refused ends its connection. `false` when no place can be made: the newcomer is
-/// closed at once, as before.
+/// Makes room for one more connection: a finished one's, else the oldest anonymous one
+/// (its caller showed no credential) is ended, a silent one (no request yet) before one
+/// that asked for a public path (`/api/v1/healthz` on a kept-alive connection). Any local
+/// user can open connections, so a flood of anonymous ones takes the places of other
+/// anonymous ones, never those of the user's own (a token, the page, the hook); an
+/// anonymous request that is refused ends its connection. `false` when no place can be
+/// made: the newcomer is closed at once, as before.
 fn make_room(live: &mut Vec<Live>) -> bool {
     live.retain(|c| !c.task.is_finished());
     if live.len() < MAX_CONNECTIONS {
@@ -126,11 +127,8 @@ fn make_room(live: &mut Vec<Live>) -> bool {
     let oldest = live
         .iter()
         .enumerate()
-        .filter(|(_, c)| {
-            !c.trusted.load(std::sync::atomic::Ordering::SeqCst)
-                && !c.spoke.load(std::sync::atomic::Ordering::SeqCst)
-        })
-        .min_by_key(|(_, c)| c.started)
+        .filter(|(_, c)| !c.trusted.load(std::sync::atomic::Ordering::SeqCst))
+        .min_by_key(|(_, c)| (c.spoke.load(std::sync::atomic::Ordering::SeqCst), c.started))
         .map(|(i, _)| i);
     match oldest {
         Some(i) => {
