@@ -167,8 +167,10 @@ fn outcome(body: &[u8]) -> RunOutcome {
         ));
     }
     let status = match Status::parse(o.status.trim()) {
-        Status::Other(s) => Status::error(format!(
-            "webhook: the answer's status must be ok, error: … or skipped: … (got {s:?})"
+        // `requeued: …` is the queue's word for an entry it put back, never a run's.
+        Status::Other(_) | Status::Requeued(_) => Status::error(format!(
+            "webhook: the answer's status must be ok, error: … or skipped: … (got {:?}); a backend that met a limit says apiErrorStatus: 429",
+            o.status.trim()
         )),
         s => s,
     };
