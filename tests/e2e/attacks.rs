@@ -462,3 +462,97 @@ fn kept_alive_health_checks_do_not_keep_the_token_holder_out() {
     assert_eq!(answered, 20, "the token holder is answered under the flood");
     d.stop();
 }
+
+/// A backend that answers `requeued: …` is not believed: nothing went back to the queue, so
+/// the run log says what the backend answered, as an error.
+#[test]
+fn a_backend_saying_requeued_is_recorded_as_its_error() {
+    use hooks_testkit::http::{answer, serve_once};
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let (url, _seen) = serve_once(answer(
+        "200 OK",
+        r#"{"status": "requeued: rate limited, back in the queue"}"#,
+    ));
+    let t = app.transcript("wh-rq", &app.proj, 1000);
+    app.ok(&[
+        "notify",
+        "--session",
+        "wh-rq",
+        "--cwd",
+        app.proj.to_str().unwrap(),
+        "--transcript",
+        t.to_str().unwrap(),
+    ]);
+    app.ok(&[
+        "--runner",
+        "webhook",
+        "--runner-url",
+        url.as_str(),
+        "tick",
+        "--quiet-period",
+        "0",
+    ]);
+    let runs = app.runs();
+    let run = runs.iter().find(|r| r["sessionId"] == "wh-rq").unwrap();
+    let status = run["status"].as_str().unwrap();
+    assert!(
+        status.starts_with("error: webhook: the answer's status must be"),
+        "{status}"
+    );
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+}
+
+/// `install --runner webhook` with a URL that carries a key writes the key into no settings
+/// file and onto no command line: the URL is kept in the private data folder and named as
+/// `@FILE`; the daemon started from the hook reads it from there.
+#[test]
+fn a_webhook_url_with_a_key_is_on_no_command_line_and_in_no_settings_file() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let url = "http://user:pa55word@127.0.0.1:9/runs?key=s3cr3t-k3y";
+    app.ok(&[
+        "--runner",
+        "webhook",
+        "--runner-url",
+        url,
+        "install",
+        "--daemon",
+        "none",
+    ]);
+    let settings = std::fs::read_to_string(app.env.claude_home().join("settings.json")).unwrap();
+    for secret in ["pa55word", "s3cr3t-k3y"] {
+        assert!(!settings.contains(secret), "{settings}");
+    }
+    let kept = app.data_dir().join("runner-url");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap().trim(), url);
+    assert_eq!(
+        std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let v: Value = serde_json::from_str(&settings).unwrap();
+    let cmd = v["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cmd.contains(&format!("--runner-url @{}", kept.display())),
+        "{cmd}"
+    );
+    // What that command line makes of it: the URL, read from the file.
+    let doctor = String::from_utf8(
+        app.run(&[
+            "--runner",
+            "webhook",
+            "--runner-url",
+            &format!("@{}", kept.display()),
+            "doctor",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    assert!(
+        doctor.contains("runner             webhook http://"),
+        "{doctor}"
+    );
+}

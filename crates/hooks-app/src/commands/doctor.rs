@@ -63,7 +63,10 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         });
     }
 
-    if let crate::compose::RunnerChoice::Webhook { url, token_file } = &ctx.runner {
+    if let crate::compose::RunnerChoice::Webhook {
+        url, token_file, ..
+    } = &ctx.runner
+    {
         let valid = ctx.runner(std::time::Duration::from_secs(1));
         let from = match (token_file, std::env::var_os("HOOKS_RUNNER_TOKEN")) {
             (Some(f), _) => format!("token from {}", f.display()),

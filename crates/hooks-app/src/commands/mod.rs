@@ -156,6 +156,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             if !a.dry_run {
                 compose::record_workspace(&mut ctx)?;
             }
+            ctx.keep_runner_url(a.dry_run)?;
             install::install(&ctx, &convert::install(&a))?
         }
         Command::Uninstall(a) => install::uninstall(&ctx, &convert::uninstall(&a))?,

@@ -186,13 +186,13 @@ impl Context {
                     timeout,
                 })
                 .map_err(|e| AppError::runtime(format!("runner {name}: {e}")))?,
-            RunnerChoice::Webhook { url, token_file } => {
-                Arc::new(WebhookRunner::new(WebhookConfig {
-                    url: url.clone(),
-                    token: webhook_token(token_file.as_deref())?,
-                    timeout,
-                })?)
-            }
+            RunnerChoice::Webhook {
+                url, token_file, ..
+            } => Arc::new(WebhookRunner::new(WebhookConfig {
+                url: url.clone(),
+                token: webhook_token(token_file.as_deref())?,
+                timeout,
+            })?),
         })
     }
 
@@ -347,6 +347,7 @@ mod runner_tests {
         assert!(ctx.runner_args().is_empty());
         ctx.runner = RunnerChoice::Webhook {
             url: "https://backend.example/runs?team=a b".into(),
+            arg: "https://backend.example/runs?team=a b".into(),
             token_file: Some("/etc/hooks app/token".into()),
         };
         assert_eq!(

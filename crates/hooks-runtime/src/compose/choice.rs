@@ -103,6 +103,9 @@ pub enum RunnerChoice {
     },
     Webhook {
         url: String,
+        /// `--runner-url` as given: the URL, or `@FILE` holding it (what is passed on to
+        /// hook commands and daemons, so a key in the URL is on no command line).
+        arg: String,
         /// The file holding the token; without one, HOOKS_RUNNER_TOKEN (read when the
         /// runner is made, so a command that runs nothing never needs it).
         token_file: Option<PathBuf>,

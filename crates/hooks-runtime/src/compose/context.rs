@@ -112,13 +112,18 @@ impl Context {
             "" | "claude" => RunnerChoice::Claude,
             "codex" => RunnerChoice::Codex,
             "webhook" => {
-                let url = g.runner_url.clone().ok_or_else(|| {
+                let arg = g.runner_url.clone().ok_or_else(|| {
                     AppError::invalid(
                         "runnerUrl: --runner webhook needs --runner-url URL (or HOOKS_RUNNER_URL)",
                     )
                 })?;
+                let url = runner_url(&arg)?;
                 let token_file = g.runner_token_file.as_deref().map(absolute).transpose()?;
-                RunnerChoice::Webhook { url, token_file }
+                RunnerChoice::Webhook {
+                    url,
+                    arg,
+                    token_file,
+                }
             }
             name => {
                 let adapters = super::adapters::Adapters::registered();
@@ -229,13 +234,13 @@ impl Context {
                 a
             }
             RunnerChoice::Webhook {
-                url, token_file, ..
+                arg, token_file, ..
             } => {
                 let mut a = vec![
                     "--runner".to_owned(),
                     "webhook".to_owned(),
                     "--runner-url".to_owned(),
-                    url.clone(),
+                    arg.clone(),
                 ];
                 if let Some(f) = token_file {
                     a.push("--runner-token-file".to_owned());
@@ -268,6 +273,47 @@ impl Context {
         }
         Ok(cmd)
     }
+}
+
+/// Where `install` keeps a webhook runner's URL: it may carry a key (user info, a query, a
+/// path), and what install writes is a settings file others may read and a command line
+/// every user sees.
+pub const RUNNER_URL_FILE: &str = "runner-url";
+
+impl Context {
+    /// A webhook runner's URL given as it is: kept in the data folder's private
+    /// [`RUNNER_URL_FILE`] (written unless `dry_run`) and passed on as `@FILE` from here
+    /// on. Nothing for any other runner, or a URL given as `@FILE` already.
+    pub fn keep_runner_url(&mut self, dry_run: bool) -> AppResult {
+        if let RunnerChoice::Webhook { url, arg, .. } = &mut self.runner
+            && !arg.starts_with('@')
+        {
+            let file = self.data_dir.join(RUNNER_URL_FILE);
+            if !dry_run {
+                crate::fsutil::write_private(&file, &format!("{url}\n"))?;
+            }
+            *arg = format!("@{}", file.display());
+        }
+        Ok(())
+    }
+}
+
+/// `--runner-url`: the URL, or `@FILE` holding it on one line.
+fn runner_url(arg: &str) -> AppResult<String> {
+    let Some(file) = arg.strip_prefix('@') else {
+        return Ok(arg.trim().to_owned());
+    };
+    let rule = "runnerUrl: must be an http(s):// URL, or @FILE holding one";
+    let text =
+        hooks_platform::read_regular(Path::new(file), hooks_platform::ReadLimit::bytes(64 * 1024))
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+            .map_err(|e| AppError::invalid(format!("{rule}: could not read {file}: {e}")))?;
+    if text.is_empty() || text.contains('\n') || text.starts_with('@') {
+        return Err(AppError::invalid(format!(
+            "{rule}: {file} must hold one line, the URL"
+        )));
+    }
+    Ok(text)
 }
 
 /// The user's home as the user database gives it (never `$HOME`).
