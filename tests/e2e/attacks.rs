@@ -556,3 +556,33 @@ fn a_webhook_url_with_a_key_is_on_no_command_line_and_in_no_settings_file() {
         "{doctor}"
     );
 }
+
+/// Codex cannot stop a run at a cost: a Codex hook with a cost cap is refused when it is
+/// made or changed, naming the field, rather than run uncapped.
+#[test]
+fn a_cost_cap_codex_cannot_hold_is_refused_not_dropped() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let o = app.run(&[
+        "hooks",
+        "create",
+        "capped",
+        "--prompt-file",
+        ".claude/agents/hooks/post-task.md",
+        "--agent",
+        "codex",
+        "--max-cost-usd",
+        "0.05",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("maxCostUsd") && err.contains("Codex cannot stop a run at a cost"),
+        "{err}"
+    );
+    assert!(app.run(&["hooks", "show", "capped"]).status.code() != Some(0));
+    app.ok(&["hooks", "update", "post-task", "--agent", "codex"]);
+    let o = app.run(&["hooks", "update", "post-task", "--max-cost-usd", "0.05"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert!(app.hook("post-task")["maxCostUsd"].is_null());
+}

@@ -579,8 +579,8 @@ impl Service {
         };
         let paused = store.pause().await?;
         // Into the open conversation only what its hook allows and it can take as it is: no run options (a
-        // model, a permission mode, tools, turns, a system prompt) that only a resumed run
-        // could honour, not again once a delivery of this entry went untaken, and not the
+        // model, a permission mode, tools, turns, a system prompt, a cost cap) that only a
+        // resumed run could honour, not again once a delivery of this entry went untaken, and not the
         // continuation of a usage limit.
         let can_deliver = self.config.policy.deliver_open
             && hook.as_ref().is_some_and(|h| h.deliver == Delivery::Auto)
@@ -590,6 +590,9 @@ impl Service {
                 max_budget: p.options.max_budget,
                 ..Default::default()
             } == p.options)
+            // The open TUI has no cost cap: a capped hook's follow-up is resumed after the
+            // close, with the cap (`--max-budget-usd`).
+            && hook.as_ref().is_some_and(|h| h.max_cost.usd().is_none())
             && !entry
                 .waiting
                 .as_ref()

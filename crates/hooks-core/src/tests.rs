@@ -3122,6 +3122,45 @@ async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a
     }
 }
 
+/// The open TUI holds no cost cap: a capped hook's follow-up is not delivered into it but
+/// waits for the close, and is resumed then with the cap as a run option.
+#[tokio::test]
+async fn a_capped_hooks_follow_up_is_not_delivered_into_the_open_tui() {
+    let w = world();
+    w.runner.set_delivers(true);
+    let patch = HookPatch {
+        max_cost: Some(crate::model::CostCap::from_usd(0.05).unwrap()),
+        ..HookPatch::default()
+    };
+    w.service
+        .update_hook(&post_task_id(), &patch)
+        .await
+        .unwrap();
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    // A cap needs an estimate: the conversation's model is known.
+    let mut t = transcript(60, Some(1000), false);
+    t.model = Some("claude-sonnet-4-5".into());
+    w.meta.set_transcript(&s, t);
+    w.meta.set_open(&s, Some(tui_with_inbox("idle")));
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    assert!(
+        matches!(&fired[0].action, FireAction::Waiting { waiting, .. } if waiting.open),
+        "{fired:?}"
+    );
+    assert_eq!(w.runner.count(), 0, "nothing delivered");
+    w.meta.set_open(&s, None);
+    let snap = w.store.snapshot().await.unwrap();
+    assert_eq!(w.service.wake_closed(&snap.pending).await.unwrap(), 1);
+    w.clock.advance(Duration::seconds(10));
+    let after = fire_all(&w).await;
+    assert_eq!(w.runner.count(), 1, "resumed after the close: {after:?}");
+    let req = w.runner.calls().pop().expect("a run");
+    assert!(req.into_open.is_none(), "resumed, not delivered");
+    assert_eq!(req.prompt.options.max_budget.usd(), Some(0.05));
+}
+
 #[tokio::test]
 async fn a_delivery_the_open_conversation_never_took_waits_for_the_close_and_is_resumed_once() {
     let w = world();

@@ -73,8 +73,15 @@ impl CodexRunner {
 /// Whether Codex can honour a prompt file's run options: it takes the model; a permission
 /// mode, a turn limit, allowed tools or an appended system prompt it has no flag for is an
 /// error naming the field, so a hook for Codex is refused when it is made or its prompt
-/// file approved, not when a run starts.
+/// file approved, not when a run starts. So is a cost cap (the hook's `maxCostUsd`): Codex
+/// cannot stop a run at a cost, and a cap that is not held is never pretended.
 pub fn check_options(o: &hooks_core::prompt::RunOptions) -> Result<(), ValidationError> {
+    if o.max_budget.usd().is_some() {
+        return Err(ValidationError::new(
+            "maxCostUsd",
+            "Codex cannot stop a run at a cost (it has no --max-budget-usd): a hook that follows up Codex conversations takes no cost cap (use --agent claude, or leave the cap out)",
+        ));
+    }
     let unsupported = [
         ("permissionMode", o.permission_mode.is_some()),
         ("maxTurns", o.max_turns.is_some()),

@@ -157,7 +157,7 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 o
             });
             warn_missing_prompt(ctx, &spec.prompt_file);
-            check_for_agent(ctx, &spec.agent, &spec.prompt_file)?;
+            check_for_agent(ctx, &spec.agent, &spec.prompt_file, spec.max_cost)?;
             let h = if another {
                 block_on(svc.create_another_hook(spec))??
             } else {
@@ -204,10 +204,10 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                 warn_missing_prompt(ctx, p);
             }
             let id = hook_id(&id)?;
-            if patch.agent.is_some() || patch.prompt_file.is_some() {
+            if patch.agent.is_some() || patch.prompt_file.is_some() || patch.max_cost.is_some() {
                 let mut after = block_on(svc.get_hook(&id))??;
                 patch.apply(&mut after);
-                check_for_agent(ctx, &after.agent, &after.prompt_file)?;
+                check_for_agent(ctx, &after.agent, &after.prompt_file, after.max_cost)?;
             }
             let h = block_on(svc.update_hook(&id, &patch))??;
             crate::say!("{}", h.id);
@@ -260,8 +260,14 @@ fn warn_missing_prompt(ctx: &Context, p: &PromptFile) {
 
 /// A hook for Codex conversations only whose prompt file (in the workspace) sets a run
 /// option Codex has no flag for is refused, naming the option; a hook for every agent gets
-/// a note, since its Codex follow-ups would be refused when they start.
-fn check_for_agent(ctx: &Context, agent: &AgentScope, file: &PromptFile) -> AppResult {
+/// a note, since its Codex follow-ups would be refused when they start. A cost cap is one
+/// such option (Codex cannot hold one).
+fn check_for_agent(
+    ctx: &Context,
+    agent: &AgentScope,
+    file: &PromptFile,
+    cap: hooks_core::CostCap,
+) -> AppResult {
     if let AgentScope::Only(a) = agent
         && !["claude", "codex"].contains(&a.as_str())
     {
@@ -273,13 +279,13 @@ fn check_for_agent(ctx: &Context, agent: &AgentScope, file: &PromptFile) -> AppR
     if !agent.covers(Some("codex")) {
         return Ok(());
     }
-    let Ok(text) = std::fs::read_to_string(ctx.workspace.join(file.as_str())) else {
-        return Ok(());
-    };
-    let Ok(prompt) = hooks_core::prompt::parse_prompt(&text) else {
-        return Ok(());
-    };
-    match (hooks_runner_codex::check_options(&prompt.options), agent) {
+    let mut options = std::fs::read_to_string(ctx.workspace.join(file.as_str()))
+        .ok()
+        .and_then(|text| hooks_core::prompt::parse_prompt(&text).ok())
+        .map(|p| p.options)
+        .unwrap_or_default();
+    options.max_budget = cap;
+    match (hooks_runner_codex::check_options(&options), agent) {
         (Ok(()), _) => Ok(()),
         (Err(e), AgentScope::Only(_)) => Err(AppError::invalid(format!(
             "agent: a hook for codex conversations cannot run {file}: {e}"
