@@ -116,6 +116,23 @@ fn read_head(file: &mut File) -> std::io::Result<Head> {
         }
     }
     head.truncate(n);
+    // A first line longer than the chunk (a long first prompt; 2.1.332 writes `cwd` after
+    // the message): it is read whole, within the scan budget, so the folder is the one it
+    // names, never guessed from a project folder's name.
+    if n == CHUNK && !head.contains(&b'\n') {
+        let mut chunk = vec![0u8; CHUNK];
+        while (head.len() as u64) < MAX_SCAN_BYTES {
+            let k = file.read(&mut chunk)?;
+            if k == 0 {
+                break;
+            }
+            if let Some(end) = chunk[..k].iter().position(|&b| b == b'\n') {
+                head.extend_from_slice(&chunk[..end]);
+                break;
+            }
+            head.extend_from_slice(&chunk[..k]);
+        }
+    }
     let mut out = Head::default();
     let mut seen_conversation = false;
     for raw in head.split(|&b| b == b'\n') {

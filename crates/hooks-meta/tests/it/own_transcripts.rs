@@ -316,4 +316,17 @@ fn the_folder_is_where_the_conversation_started_not_where_the_agent_cd_d() {
         "",
     );
     assert_eq!(read_facts(&p).unwrap().cwd.as_deref(), Some("/work/long"));
+    // 2.1.332 writes `cwd` after the message: a first prompt over the head still gives
+    // it (not a folder guessed from the project folder's name, whose encoding collides).
+    let after = format!(
+        "{{\"type\":\"user\",\"isSidechain\":false,\"message\":{{\"role\":\"user\",\"content\":\"{}\"}},\"cwd\":\"/work/after\"}}",
+        "y".repeat(200 * 1024)
+    );
+    let p = write(
+        d.path(),
+        "after.jsonl",
+        &[after, cd(assistant("m1", "DONE", (1, 1, 1), false))],
+        "",
+    );
+    assert_eq!(read_facts(&p).unwrap().cwd.as_deref(), Some("/work/after"));
 }
