@@ -451,10 +451,10 @@ fn kept_alive_health_checks_do_not_keep_the_token_holder_out() {
         for s in socks.iter_mut() {
             let mut probe = [0u8; 1];
             s.set_nonblocking(true).unwrap();
-            if matches!(s.read(&mut probe), Ok(0)) {
-                if let Some(n) = open() {
-                    *s = n;
-                }
+            if matches!(s.read(&mut probe), Ok(0))
+                && let Some(n) = open()
+            {
+                *s = n;
             }
             let _ = s.set_nonblocking(false);
         }
