@@ -21,10 +21,20 @@ pub fn create_dir_private(dir: &Path) -> std::io::Result<()> {
 
 /// The store's folder and its `sessions/` as a store may use them: refused when another
 /// user owns either (they could have written the queue, and with it the folder a
-/// follow-up runs in), made private when others could enter them.
-pub fn own_store_dir(dir: &Path) -> Result<(), StoreError> {
+/// follow-up runs in); with `tighten`, made private when others could enter them (a
+/// read-only look changes nothing: `doctor` says what is loose, `init` and `serve` fix it).
+pub fn own_store_dir(dir: &Path, tighten: bool) -> Result<(), StoreError> {
     for d in [dir.to_owned(), dir.join("sessions")] {
-        hooks_platform::files::own_private_dir(&d).map_err(|e| {
+        let checked = if tighten {
+            hooks_platform::files::own_private_dir(&d).map(drop)
+        } else {
+            match std::fs::symlink_metadata(&d) {
+                Ok(m) => hooks_platform::files::own(&m),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(e),
+            }
+        };
+        checked.map_err(|e| {
             StoreError::Io(format!(
                 "{} {e}: hooks-app keeps its queue only in a folder of your own; remove it, or name another store",
                 d.display()

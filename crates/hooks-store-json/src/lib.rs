@@ -127,7 +127,7 @@ impl JsonStore {
     /// Opens the store in `dir`, creating the folder (`0700`) and seeding the file with the
     /// `post-task` and `continue-after-limit` hooks when it does not exist yet.
     pub fn open(dir: &Path, now: Timestamp) -> Result<Self, StoreError> {
-        fsutil::own_store_dir(dir)?;
+        fsutil::own_store_dir(dir, true)?;
         create_dir_private(dir).map_err(|e| io_err(dir, "create the data folder", &e))?;
         let store = Self {
             dir: dir.to_owned(),
@@ -152,7 +152,7 @@ impl JsonStore {
 
     /// Opens an existing store without creating or seeding anything.
     pub fn open_existing(dir: &Path) -> Result<Self, StoreError> {
-        fsutil::own_store_dir(dir)?;
+        fsutil::own_store_dir(dir, false)?;
         let store = Self {
             dir: dir.to_owned(),
             path: dir.join(STORE_FILE),

@@ -7,12 +7,14 @@ use crate::{AppError, AppResult, Context};
 use hooks_prompts as prompts;
 
 pub fn init(ctx: &Context) -> AppResult {
-    let existed = ctx.existing_store().is_ok();
-    let store = ctx.open_store()?;
-    block_on(store.snapshot())??;
+    // Before the store opens: a JSON store in the data folder makes its own folder private
+    // too, without a word.
     for said in crate::fsutil::tighten_data_dir(&ctx.data_dir) {
         crate::say!("{said}");
     }
+    let existed = ctx.existing_store().is_ok();
+    let store = ctx.open_store()?;
+    block_on(store.snapshot())??;
     hooks_http::token(&ctx.data_dir).map_err(AppError::runtime)?;
     let removed = store.signals.housekeep()?;
     if removed > 0 {
