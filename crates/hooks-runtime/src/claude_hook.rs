@@ -181,15 +181,13 @@ pub fn transcript_caught_up(input: &HookInput, facts: &TranscriptFacts) -> bool 
 
 /// Waits, up to `wait`, until the transcript an input names holds what it says (see
 /// [`transcript_caught_up`]), reading it again only when it changed (its size or time): a
-/// false event costs one read of its transcript, however long it waits. Only a transcript
-/// [`plan`] would accept is read at all.
+/// false event costs one read of its transcript, however long it waits; a transcript not
+/// written yet, a look at its metadata now and then. Only a transcript [`plan`] would
+/// accept is read at all.
 pub async fn await_transcript(ctx: &Context, buf: &[u8], wait: std::time::Duration) {
     let Ok(input) = HookInput::parse(buf) else {
         return;
     };
-    if check_transcript(ctx, &input).is_err() {
-        return;
-    }
     let Some(path) = input.transcript_path.as_deref().map(std::path::Path::new) else {
         return;
     };
@@ -200,10 +198,19 @@ pub async fn await_transcript(ctx: &Context, buf: &[u8], wait: std::time::Durati
     };
     let until = std::time::Instant::now() + wait;
     let mut seen = None;
+    let mut checked = false;
     loop {
         let now = stamp();
-        if now != seen {
+        // Not there yet (Claude Code may post before it writes the file): only its
+        // metadata is asked for until it is.
+        if now.is_some() && now != seen {
             seen = now;
+            if !checked {
+                if check_transcript(ctx, &input).is_err() {
+                    return;
+                }
+                checked = true;
+            }
             match hooks_meta::read_facts(path) {
                 Ok(f) if transcript_caught_up(&input, &f) => return,
                 _ => {}
