@@ -100,7 +100,12 @@ pub struct Served {
 
 impl Served {
     pub fn start(app: &App, extra: &[&str], env: &[(&str, &str)]) -> Self {
-        let mut args = vec!["serve", "--http", "127.0.0.1:0", "--quiet-period", "0"];
+        Self::start_at(app, "127.0.0.1:0", extra, env)
+    }
+
+    /// A daemon serving HTTP at `http` (an address such as `127.0.0.1:PORT`).
+    pub fn start_at(app: &App, http: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        let mut args = vec!["serve", "--http", http, "--quiet-period", "0"];
         args.extend_from_slice(extra);
         let mut cmd = app.cmd(&args);
         cmd.envs(env.iter().copied())
@@ -454,13 +459,13 @@ fn auth_can_be_off_only_on_loopback_and_other_addresses_need_consent() {
     );
 }
 
-fn form(d: &Served, cred: &str, path: &str, body: &str) -> Resp {
+fn form(d: &Served, cred: &PageLogin, path: &str, body: &str) -> Resp {
     call(
         d.addr,
         "POST",
         path,
         &[
-            ("Authorization", cred),
+            ("Authorization", &cred.auth(d.addr)),
             ("Content-Type", "application/x-www-form-urlencoded"),
             ("Origin", &format!("http://{}", d.addr)),
         ],
@@ -477,32 +482,120 @@ pub fn page_csrf(page: &str) -> String {
         .to_owned()
 }
 
-/// Logs in with a one-time link from `hooks-app open`; returns the page's credential
-/// (`Page <id>`, what the page's script sends in `Authorization`) and the page.
-pub fn log_in(app: &App, d: &Served) -> (String, String) {
+/// The page's login as its script keeps it: the session id, the page's own key pair (in
+/// the browser, a non-extractable WebCrypto key) and the daemon's public key.
+pub struct PageLogin {
+    pub id: String,
+    key: ring::signature::EcdsaKeyPair,
+    pub daemon: Vec<u8>,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+        .collect()
+}
+
+impl PageLogin {
+    /// A fresh `Authorization` for one request, as the page's script makes it: the
+    /// daemon's proof over a random challenge is checked first, then its nonce is signed.
+    pub fn auth(&self, addr: SocketAddr) -> String {
+        use ring::rand::SecureRandom;
+        let rng = ring::rand::SystemRandom::new();
+        let mut c = [0u8; 32];
+        rng.fill(&mut c).unwrap();
+        let c = hex(&c);
+        let r = call(addr, "GET", &format!("/page/challenge?c={c}"), &[], None);
+        assert_eq!(r.status, 200, "{r:?}");
+        let j = r.json();
+        let nonce = j["nonce"].as_str().expect("a nonce").to_owned();
+        ring::signature::UnparsedPublicKey::new(
+            &ring::signature::ECDSA_P256_SHA256_FIXED,
+            &self.daemon,
+        )
+        .verify(
+            format!("hooks-app page challenge\n{c}\n{nonce}").as_bytes(),
+            &unhex(j["proof"].as_str().expect("a proof")),
+        )
+        .expect("the daemon proves itself with the key it gave at login");
+        let sig = self
+            .key
+            .sign(
+                &rng,
+                format!("hooks-app page request\n{}\n{nonce}", self.id).as_bytes(),
+            )
+            .unwrap();
+        format!("Page {} {nonce} {}", self.id, hex(sig.as_ref()))
+    }
+}
+
+/// Sends a form body (`call` gives a body a JSON content type).
+pub fn post_form(addr: SocketAddr, path: &str, headers: &[(&str, &str)], body: &str) -> Resp {
+    let mut req = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    raw(addr, req.as_bytes())
+}
+
+/// Logs in with a one-time link from `hooks-app open` as the page's script does (its
+/// own key pair, the token and the public key to `POST /login`); returns the login and
+/// the page.
+pub fn log_in(app: &App, d: &Served) -> (PageLogin, String) {
+    use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
     let url = app.ok(&["open", "--no-browser"]).trim().to_owned();
     let path = url.split_once(&d.addr.to_string()).unwrap().1.to_owned();
+    let token = path.split_once("token=").unwrap().1.to_owned();
     let r = call(d.addr, "GET", &path, &[], None);
     assert_eq!(r.status, 200, "{r:?}");
     assert!(
         r.header("set-cookie").is_none(),
         "no cookie: a browser sends cookies to every port of the host: {r:?}"
     );
+    assert!(
+        r.body.contains("generateKey"),
+        "the page makes its key: {r:?}"
+    );
+    let rng = ring::rand::SystemRandom::new();
+    let doc = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let key =
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref(), &rng).unwrap();
+    let body = format!("token={token}&key={}", hex(key.public_key().as_ref()));
+    let r = post_form(d.addr, "/login", &[], &body);
+    assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
-        call(d.addr, "GET", &path, &[], None).status,
+        post_form(d.addr, "/login", &[], &body).status,
         401,
         "a login link works once"
     );
-    // The login page hands the session to this origin's storage.
-    let id = r
-        .body
-        .split("localStorage.setItem(\"hooks-app-session\",\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the session id for the browser's storage")
-        .to_owned();
-    let cred = format!("Page {id}");
-    let page = call(d.addr, "GET", "/", &[("Authorization", &cred)], None);
+    assert_eq!(
+        call(d.addr, "GET", &path, &[], None).status,
+        401,
+        "and is gone"
+    );
+    let j = r.json();
+    let login = PageLogin {
+        id: j["session"].as_str().expect("a session").to_owned(),
+        key,
+        daemon: unhex(j["daemon"].as_str().expect("the daemon's key")),
+    };
+    let page = call(
+        d.addr,
+        "GET",
+        "/",
+        &[("Authorization", &login.auth(d.addr))],
+        None,
+    );
     assert_eq!(page.status, 200);
     let csp = page.header("content-security-policy").unwrap_or_default();
     assert!(
@@ -510,7 +603,7 @@ pub fn log_in(app: &App, d: &Served) -> (String, String) {
         "{csp}"
     );
     assert_eq!(page.header("referrer-policy"), Some("same-origin"));
-    (cred, page.body)
+    (login, page.body)
 }
 
 #[test]
@@ -533,7 +626,10 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "POST",
         "/ui/hooks/post-task/toggle",
-        &[("Authorization", &cred), ("Origin", "http://evil.example")],
+        &[
+            ("Authorization", &cred.auth(d.addr)),
+            ("Origin", "http://evil.example"),
+        ],
         Some(&format!("csrf={csrf}")),
     );
     assert_eq!(evil.status, 403);
@@ -541,7 +637,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "POST",
         "/api/v1/hooks/post-task/disable",
-        &[("Authorization", &cred)],
+        &[("Authorization", &cred.auth(d.addr))],
         Some(""),
     );
     error_of(&api, 403, "X-CSRF-Token");
@@ -563,7 +659,10 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "POST",
         "/api/v1/hooks/post-task/enable",
-        &[("Authorization", &cred), ("X-CSRF-Token", &csrf)],
+        &[
+            ("Authorization", &cred.auth(d.addr)),
+            ("X-CSRF-Token", &csrf),
+        ],
         Some(""),
     );
     assert_eq!(api.status, 200, "the page's own calls carry its token");
@@ -627,7 +726,7 @@ fn the_page_logs_in_once_and_its_forms_need_its_token() {
         d.addr,
         "GET",
         "/?session=s-look",
-        &[("Authorization", &cred)],
+        &[("Authorization", &cred.auth(d.addr))],
         None,
     );
     assert!(
@@ -919,7 +1018,7 @@ fn a_page_login_outlives_the_daemon_that_made_it() {
     let (cred, page) = log_in(&app, &d);
     let csrf = page_csrf(&page);
     d.stop();
-    let id = cred.trim_start_matches("Page ");
+    let id = cred.id.as_str();
     let kept: Vec<String> = std::fs::read_dir(app.data_dir().join("http-sessions"))
         .unwrap()
         .flatten()
@@ -933,7 +1032,13 @@ fn a_page_login_outlives_the_daemon_that_made_it() {
 
     // A new daemon: the same login works, forms and all.
     let d = Served::start(&app, &[], &[]);
-    let r = call(d.addr, "GET", "/", &[("Authorization", &cred)], None);
+    let r = call(
+        d.addr,
+        "GET",
+        "/",
+        &[("Authorization", &cred.auth(d.addr))],
+        None,
+    );
     assert_eq!(r.status, 200, "{r:?}");
     let r = form(
         &d,
@@ -957,7 +1062,14 @@ fn a_page_login_outlives_the_daemon_that_made_it() {
     d.stop();
     let d = Served::start(&app, &[], &[]);
     assert_eq!(
-        call(d.addr, "GET", "/", &[("Authorization", &cred)], None).status,
+        call(
+            d.addr,
+            "GET",
+            "/",
+            &[("Authorization", &cred.auth(d.addr))],
+            None
+        )
+        .status,
         401
     );
     d.stop();

@@ -527,20 +527,39 @@ fn the_pages_session_is_bound_to_its_origin_and_logs_out() {
     app.ok(&["init"]);
     let d = Served::start(&app, &[], &[]);
     let (cred, page) = crate::http::log_in(&app, &d);
-    let again = call(d.addr, "GET", "/", &[("Authorization", &cred)], None);
+    let again = call(
+        d.addr,
+        "GET",
+        "/",
+        &[("Authorization", &cred.auth(d.addr))],
+        None,
+    );
     assert_eq!(again.status, 200);
     assert!(again.header("set-cookie").is_none(), "{again:?}");
     // Without its credential a browser gets only the shell that asks for it.
     let shell = call(d.addr, "GET", "/", &[], None);
     assert_eq!(shell.status, 401);
     assert!(
-        !shell.body.contains("post-task") && shell.body.contains("localStorage"),
+        !shell.body.contains("post-task") && shell.body.contains("signed("),
         "{}",
         shell.body
     );
-    // Another session id, or the API token's scheme with it, lets nobody in.
-    let id = cred.strip_prefix("Page ").unwrap();
-    for wrong in [format!("Page {id}x"), format!("Bearer {id}")] {
+    // Another session id, the id alone, a used nonce, or the API token's scheme with the
+    // id lets nobody in.
+    let id = &cred.id;
+    let used = cred.auth(d.addr);
+    assert_eq!(
+        call(d.addr, "GET", "/", &[("Authorization", &used)], None).status,
+        200
+    );
+    let fresh = cred.auth(d.addr);
+    let (_, rest) = fresh.split_once(' ').unwrap();
+    for wrong in [
+        format!("Page {id}x {}", rest.split_once(' ').unwrap().1),
+        format!("Page {id}"),
+        used,
+        format!("Bearer {id}"),
+    ] {
         assert_eq!(
             call(d.addr, "GET", "/", &[("Authorization", &wrong)], None).status,
             401
@@ -553,15 +572,23 @@ fn the_pages_session_is_bound_to_its_origin_and_logs_out() {
     let r = crate::http::raw(
         d.addr,
         format!(
-            "POST /logout HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAuthorization: {cred}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\ncsrf={csrf}",
+            "POST /logout HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAuthorization: {}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\ncsrf={csrf}",
             d.addr,
+            cred.auth(d.addr),
             5 + csrf.len()
         )
         .as_bytes(),
     );
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
-        call(d.addr, "GET", "/", &[("Authorization", &cred)], None).status,
+        call(
+            d.addr,
+            "GET",
+            "/",
+            &[("Authorization", &cred.auth(d.addr))],
+            None
+        )
+        .status,
         401,
         "logged out"
     );

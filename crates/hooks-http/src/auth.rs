@@ -2,10 +2,13 @@
 //! session with its CSRF token, and the checks of a request's origin.
 //!
 //! The page's session is **not a cookie**: a browser sends a host's cookies to every port
-//! of it, so another local user's server on 127.0.0.1 would be sent it. The login page
-//! puts the session id in the browser's `localStorage`, which is kept per origin (scheme,
-//! host *and* port), and the page's script sends it as `Authorization: Page <id>` on each
-//! of its requests; no other origin can read it or make the browser send it.
+//! of it, so another local user's server on 127.0.0.1 would be sent it. Nor is it a
+//! secret the browser keeps: whoever holds the page's port next (while the daemon
+//! restarts) holds its origin and all the origin keeps. At login the page makes a key pair
+//! whose private half the browser never gives out, and registers the public half with the
+//! one-time login; each request is signed by it over a nonce this daemon issued (see
+//! [`crate::pagekey`]), after the server proved with the daemon's own key that it is the
+//! user's daemon. What the page keeps gives nobody a login anywhere else.
 
 use std::io;
 use std::path::Path;
@@ -107,6 +110,14 @@ pub fn one_time_login(data_dir: &Path) -> Result<String, String> {
 
 /// Takes a one-time login token: true once, if it exists and has not expired.
 pub fn use_login(dir: &Path, t: &str) -> bool {
+    login_waits(dir, t) && {
+        // Whoever removes it used it: two requests with one token, one login.
+        std::fs::remove_file(dir.join(token_hash(t))).is_ok()
+    }
+}
+
+/// Whether a one-time login token exists and has not expired (it stays unused).
+fn login_waits(dir: &Path, t: &str) -> bool {
     if t.is_empty() || t.len() > 128 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
         return false;
     }
@@ -116,10 +127,6 @@ pub fn use_login(dir: &Path, t: &str) -> bool {
     else {
         return false;
     };
-    // Whoever removes it used it: two requests with one token, one login.
-    if std::fs::remove_file(&p).is_err() {
-        return false;
-    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -127,17 +134,35 @@ pub fn use_login(dir: &Path, t: &str) -> bool {
     text.trim().parse::<u64>().is_ok_and(|until| now <= until)
 }
 
-/// The scheme of the page's own `Authorization` header: `Page <session id>`.
+/// The scheme of the page's own `Authorization` header:
+/// `Page <session id> <nonce> <signature>`.
 pub const PAGE_SCHEME: &str = "Page ";
 
-/// The page's session id a request carries, if it carries one.
-pub fn page_session(headers: &HeaderMap) -> Option<&str> {
-    headers
+/// What a request of the page carries: its session id, the nonce it was given and its
+/// signature over both.
+pub struct PageProof<'a> {
+    pub id: &'a str,
+    pub nonce: &'a str,
+    pub sig: &'a str,
+}
+
+/// The page's proof a request carries, if it carries one whole.
+pub fn page_proof(headers: &HeaderMap) -> Option<PageProof<'_>> {
+    let v = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix(PAGE_SCHEME))
-        .map(str::trim)
-        .filter(|v| !v.is_empty())
+        .and_then(|v| v.strip_prefix(PAGE_SCHEME))?;
+    let mut parts = v.split_ascii_whitespace();
+    let (id, nonce, sig) = (parts.next()?, parts.next()?, parts.next()?);
+    parts
+        .next()
+        .is_none()
+        .then_some(PageProof { id, nonce, sig })
+}
+
+/// The page's session id a request carries, if it carries a whole proof.
+pub fn page_session(headers: &HeaderMap) -> Option<&str> {
+    page_proof(headers).map(|p| p.id)
 }
 
 pub fn authenticate(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
@@ -151,7 +176,7 @@ pub fn authenticate(state: &HttpState, headers: &HeaderMap) -> Option<Caller> {
         let until = unix_now() + SESSION_TTL.as_secs();
         if until > s.kept_until + RENEW_KEPT_AFTER {
             s.kept_until = until;
-            keep_session(&state.session_dir, c, &s.csrf, until);
+            keep_session(&state.session_dir, c, s, until);
         }
     }
     caller
@@ -167,9 +192,10 @@ fn unix_now() -> u64 {
 }
 
 /// Writes a session's file (best effort: a session not kept lasts as long as the daemon).
-fn keep_session(dir: &Path, id: &str, csrf: &str, until: u64) {
+fn keep_session(dir: &Path, id: &str, s: &PageSession, until: u64) {
     let p = dir.join(token_hash(id));
-    if let Err(e) = write_private(&p, &format!("{csrf} {until}\n")) {
+    let key = crate::pagekey::hex(&s.key);
+    if let Err(e) = write_private(&p, &format!("{} {until} {key}\n", s.csrf)) {
         warn!(error = %e, "could not keep the page's session: it lasts while this daemon does");
     }
 }
@@ -185,10 +211,14 @@ fn kept_session(dir: &Path, id: &str) -> Option<PageSession> {
     )
     .ok()?;
     let text = String::from_utf8(text).ok()?;
-    let (csrf, until) = text.trim().split_once(' ')?;
+    // A session kept before logins had keys has two fields, and is no login now.
+    let mut fields = text.split_ascii_whitespace();
+    let (csrf, until, key) = (fields.next()?, fields.next()?, fields.next()?);
+    let key = crate::pagekey::page_public_key(key).ok()?;
     let until: u64 = until.parse().ok()?;
     let left = until.checked_sub(unix_now()).filter(|l| *l > 0)?;
     Some(PageSession {
+        key,
         csrf: csrf.to_owned(),
         expires: std::time::Instant::now() + std::time::Duration::from_secs(left),
         kept_until: until,
@@ -207,7 +237,11 @@ fn prune_kept(dir: &Path) {
             let until = hooks_platform::read_regular(&p, hooks_platform::ReadLimit::bytes(4096))
                 .ok()
                 .and_then(|b| String::from_utf8(b).ok())
-                .and_then(|t| t.trim().split_once(' ').and_then(|(_, u)| u.parse().ok()))
+                .and_then(|t| {
+                    t.split_ascii_whitespace()
+                        .nth(1)
+                        .and_then(|u| u.parse().ok())
+                })
                 .unwrap_or(0);
             (until, p)
         })
@@ -241,7 +275,19 @@ fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> 
             return Some(Caller::Hook);
         }
     }
-    let c = page_session(headers)?;
+    let proof = page_proof(headers)?;
+    let c = proof.id;
+    // The nonce goes back first: tried once, right or wrong.
+    if !state.page_keys.take_nonce(proof.nonce) {
+        return None;
+    }
+    let signed = |s: &PageSession| {
+        crate::pagekey::signed_by(
+            &s.key,
+            &crate::pagekey::request_message(c, proof.nonce),
+            proof.sig,
+        )
+    };
     let mut sessions = lock(&state.sessions);
     let now = std::time::Instant::now();
     sessions.retain(|_, s| s.expires > now);
@@ -250,12 +296,12 @@ fn authenticate_inner(state: &HttpState, headers: &HeaderMap) -> Option<Caller> 
         .find(|(k, _)| same(k.as_bytes(), c.as_bytes()))
         .map(|(_, s)| s)
     {
-        return Some(Caller::Page {
+        return signed(s).then(|| Caller::Page {
             csrf: s.csrf.clone(),
         });
     }
     // Made by an earlier daemon (this one restarted since): its kept file says.
-    let kept = kept_session(&state.session_dir, c)?;
+    let kept = kept_session(&state.session_dir, c).filter(|s| signed(s))?;
     let caller = Caller::Page {
         csrf: kept.csrf.clone(),
     };
@@ -275,19 +321,59 @@ pub fn csrf_ok(headers: &HeaderMap, csrf: &str, form_token: Option<&str>) -> boo
     given.is_some_and(|g| same(g.as_bytes(), csrf.as_bytes())) && origin_ok(headers)
 }
 
-/// `GET /login?token=…`: a one-time login becomes the page's session, handed to the
-/// browser's storage for this origin by the page this answers with.
+/// `GET /login?token=…`: the page that logs in. Its script makes the page's key pair in
+/// the browser (the private half never leaves it) and sends the token with the public
+/// half to `POST /login`; the token is used there, not here.
 pub async fn login(State(state): State<Arc<HttpState>>, q: Params) -> Response {
     let t = q.get("token").unwrap_or("");
-    if !use_login(&state.login_dir, t) {
+    if !login_waits(&state.login_dir, t) {
         warn!("a login with an unknown or used token was refused");
-        return respond(
+        return unknown_login();
+    }
+    respond(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        page::login_page(),
+    )
+}
+
+fn unknown_login() -> Response {
+    respond(
+        StatusCode::UNAUTHORIZED,
+        "text/html; charset=utf-8",
+        page::message_page(
+            "This login link is unknown, used or expired. Run `hooks-app open` for a new one.",
+        ),
+    )
+}
+
+/// `POST /login` (`token`, `key` as a form): the one-time login becomes a session bound
+/// to the page's public key. The answer names the session and the daemon's public key,
+/// which the page keeps to tell this daemon from whoever holds its port later.
+pub async fn login_post(State(state): State<Arc<HttpState>>, Body(form): Body) -> Response {
+    let fields = crate::state::form_fields(&form);
+    let field = |k: &str| {
+        fields
+            .iter()
+            .find(|(n, _)| n == k)
+            .map_or("", |(_, v)| v.as_str())
+    };
+    let key = match crate::pagekey::page_public_key(field("key")) {
+        Ok(k) => k,
+        Err(rule) => return ApiError::new(StatusCode::BAD_REQUEST, "key", rule).response(),
+    };
+    let daemon = match state.page_keys.public_hex() {
+        Ok(d) => d,
+        Err(e) => return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "page.key", e).response(),
+    };
+    if !use_login(&state.login_dir, field("token")) {
+        warn!("a login with an unknown or used token was refused");
+        return ApiError::new(
             StatusCode::UNAUTHORIZED,
-            "text/html; charset=utf-8",
-            page::message_page(
-                "This login link is unknown, used or expired. Run `hooks-app open` for a new one.",
-            ),
-        );
+            "token",
+            "must be an unused one-time login from `hooks-app open`, within 5 minutes",
+        )
+        .response();
     }
     let (Ok(id), Ok(csrf)) = (random_hex(32), random_hex(16)) else {
         return respond(
@@ -311,22 +397,33 @@ pub async fn login(State(state): State<Arc<HttpState>>, q: Params) -> Response {
             };
         }
         let until = unix_now() + SESSION_TTL.as_secs();
-        keep_session(&state.session_dir, &id, &csrf, until);
-        sessions.insert(
-            id.clone(),
-            PageSession {
-                csrf,
-                expires: now + SESSION_TTL,
-                kept_until: until,
-            },
-        );
+        let s = PageSession {
+            key,
+            csrf,
+            expires: now + SESSION_TTL,
+            kept_until: until,
+        };
+        keep_session(&state.session_dir, &id, &s, until);
+        sessions.insert(id.clone(), s);
     }
     prune_kept(&state.session_dir);
-    respond(
+    json_response(
         StatusCode::OK,
-        "text/html; charset=utf-8",
-        page::logged_in_page(&id),
+        &serde_json::json!({ "session": id, "daemon": daemon }),
     )
+}
+
+/// `GET /page/challenge?c=…`: the daemon's proof that it is the user's daemon (its
+/// signature over the page's challenge and a fresh nonce), and the nonce the page's next
+/// request signs.
+pub async fn challenge(State(state): State<Arc<HttpState>>, q: Params) -> Response {
+    match state.page_keys.prove(q.get("c").unwrap_or("")) {
+        Ok(p) => json_response(
+            StatusCode::OK,
+            &serde_json::json!({ "nonce": p.nonce, "proof": p.proof }),
+        ),
+        Err(rule) => ApiError::new(StatusCode::BAD_REQUEST, "c", rule).response(),
+    }
 }
 
 /// `POST /logout` from the page (its CSRF token in the form): the session ends here, and

@@ -4,12 +4,13 @@
 //!
 //! Auth, as Jupyter does it: a bearer token (`<data-dir>/http.token`, made on first use) is
 //! required even on loopback, where other users of the machine can connect too. `hooks-app
-//! open` hands out a one-time login URL; using it puts a session id in the browser's
-//! storage for this origin (no cookie: a browser sends cookies to every port of a host),
-//! which the page's script sends as `Authorization: Page <id>`. A page request that changes
-//! anything must also carry the session's CSRF token and come from the page's own origin. Tokens are compared in constant time and
-//! never logged. Bodies over 1 MiB are refused; a client that is slow to send its request
-//! is cut off.
+//! open` hands out a one-time login URL; using it binds a session to a key the page makes
+//! in the browser (no cookie: a browser sends cookies to every port of a host), and the
+//! page's script signs each request with it over a nonce the daemon issued, once the
+//! daemon proved itself with its own key (`Authorization: Page <id> <nonce> <sig>`). A
+//! page request that changes anything must also carry the session's CSRF token and come
+//! from the page's own origin. Tokens are compared in constant time and never logged.
+//! Bodies over 1 MiB are refused; a client that is slow to send its request is cut off.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,6 +31,7 @@ mod fields;
 mod forms;
 mod metrics;
 mod page;
+mod pagekey;
 mod routes;
 mod state;
 #[cfg(test)]
@@ -241,11 +243,13 @@ async fn finish(req: Request, next: Next) -> Response {
     r
 }
 
-/// Paths anyone may ask for: the health check, the API's description, the login.
+/// Paths anyone may ask for: the health check, the API's description, the login and
+/// the daemon's proof to the page.
 const PUBLIC: &[&str] = &[
     "/api/v1/healthz",
     "/api/v1/openapi.json",
     "/login",
+    "/page/challenge",
     "/favicon.ico",
 ];
 

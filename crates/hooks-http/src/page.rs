@@ -63,45 +63,80 @@ pub fn message_page(text: &str) -> String {
     html("hooks-app", maud::html! { h1 { "hooks-app" } p { (text) } })
 }
 
-/// The `localStorage` key the page keeps its session id under (per origin, port included).
-pub const PAGE_STORAGE_KEY: &str = "hooks-app-session";
+/// What every script of the page shares (`window.HA`): the login it keeps in this origin's
+/// IndexedDB (its session id, its non-extractable private key, the daemon's public key)
+/// and `signed(url, init)`, which first has the server prove with the daemon's key that
+/// it is the user's daemon (a signature over a random challenge of the page's and a fresh
+/// nonce), then sends the request with `Authorization: Page <id> <nonce> <signature>`. A
+/// server that cannot prove it is sent nothing: the promise fails with `untrusted`, and
+/// `warn()` says so on the page.
+const AUTH_SCRIPT: &str = r#"window.HA=window.HA||(function(){
+var E=new TextEncoder(),A={name:'ECDSA',hash:'SHA-256'},L;
+function hex(b){return Array.prototype.map.call(new Uint8Array(b),function(x){return('0'+x.toString(16)).slice(-2)}).join('')}
+function unhex(s){if(typeof s!=='string'||!/^([0-9a-f]{2})+$/.test(s))throw new Error('not hex');var b=new Uint8Array(s.length/2);for(var i=0;i<b.length;i++)b[i]=parseInt(s.substr(2*i,2),16);return b}
+function db(mode,f){return new Promise(function(ok,no){var q=indexedDB.open('hooks-app',1);q.onupgradeneeded=function(){q.result.createObjectStore('login')};q.onerror=function(){no(q.error)};
+ q.onsuccess=function(){var d=q.result,x=d.transaction('login',mode),r=f(x.objectStore('login'));x.oncomplete=function(){d.close();ok(r&&r.result)};x.onerror=function(){d.close();no(x.error)}}})}
+function load(){try{localStorage.removeItem('hooks-app-session')}catch(e){}
+ return L!==undefined?Promise.resolve(L):db('readonly',function(s){return s.get('page')}).then(function(v){L=v||null;return L})}
+function keep(v){L=v;return db('readwrite',function(s){s.put(v,'page')})}
+function forget(){L=null;return db('readwrite',function(s){s.delete('page')})}
+function untrusted(){var e=new Error('untrusted');e.untrusted=true;return e}
+async function signed(url,o){
+ var l=await load();if(!l)throw new Error('no login');
+ var c=hex(crypto.getRandomValues(new Uint8Array(32))),j,ok=false;
+ var r=await fetch('/page/challenge?c='+c,{credentials:'omit',cache:'no-store'});
+ try{j=await r.json();var k=await crypto.subtle.importKey('raw',unhex(l.daemon),{name:'ECDSA',namedCurve:'P-256'},false,['verify']);
+  ok=/^[0-9a-f]{64}$/.test(j.nonce)&&await crypto.subtle.verify(A,k,unhex(j.proof),E.encode('hooks-app page challenge\n'+c+'\n'+j.nonce))}catch(e){ok=false}
+ if(!ok)throw untrusted();
+ var s=await crypto.subtle.sign(A,l.key,E.encode('hooks-app page request\n'+l.id+'\n'+j.nonce));
+ o=o||{};o.credentials='omit';o.cache='no-store';o.headers=o.headers||{};o.headers.Authorization='Page '+l.id+' '+j.nonce+' '+hex(s);
+ return fetch(url,o)}
+function warn(){var p=document.getElementById('untrusted');if(!p){p=document.createElement('p');p.id='untrusted';p.setAttribute('role','alert');document.body.insertBefore(p,document.body.firstChild)}
+ p.textContent='The server at this address could not prove it is your hooks-app daemon, so the page sent it nothing and stopped asking. Run `hooks-app open` to reach your daemon.'}
+return{hex:hex,load:load,keep:keep,forget:forget,signed:signed,warn:warn}})();
+"#;
 
-/// The page's script, on every page it renders: its forms and its polling send the
-/// session from this origin's storage (`Authorization: Page <id>`); a form's answer is
-/// shown in place, a redirect is followed by a real navigation (which loads the shell
-/// again). The browser never holds a cookie of this server, so no other port is sent one.
+/// The page's script, on every page it renders: its forms and its polling go through
+/// `HA.signed` (see [`AUTH_SCRIPT`]); a form's answer is shown in place, a redirect is
+/// followed by a real navigation (which loads the shell again). A server that cannot
+/// prove it is the daemon stops the polling. The browser never holds a cookie of this
+/// server, so no other port is sent one.
 const PAGE_SCRIPT: &str = r#"(function(){
-var K='hooks-app-session';
-function auth(){var t=localStorage.getItem(K);return t?{'Authorization':'Page '+t}:{}}
+var H=window.HA;
 function show(h){document.open();document.write(h);document.close()}
+function stop(){if(window.hooksAppPoll){clearInterval(window.hooksAppPoll);window.hooksAppPoll=null}}
+function fail(e){if(e&&e.untrusted){stop();H.warn()}}
 document.addEventListener('submit',function(e){
- var f=e.target,h=auth();if(!h.Authorization)return;e.preventDefault();
+ var f=e.target;e.preventDefault();
  var d=new URLSearchParams(new FormData(f,e.submitter)),a=f.getAttribute('action')||'/';
  if((f.getAttribute('method')||'get').toLowerCase()==='get'){location.assign(a.split('?')[0]+'?'+d.toString()+(f.getAttribute('data-hash')||''));return}
- h['Content-Type']='application/x-www-form-urlencoded';
- fetch(a,{method:'POST',headers:h,body:d.toString(),credentials:'omit'}).then(function(r){
-  if(a==='/logout')localStorage.removeItem(K);
+ H.signed(a,{method:'POST',headers:{'Content-Type':'application/x-www-form-urlencoded'},body:d.toString()}).then(function(r){
+  if(a==='/logout')return H.forget().then(function(){return r.text()});
   if(r.redirected){location.assign(r.url);return null}
-  return r.text()}).then(function(x){if(x!==null)show(x)});
+  return r.text()}).then(function(x){if(x!==null)show(x)}).catch(fail);
 });
-if(window.hooksAppPoll)clearInterval(window.hooksAppPoll);
+stop();
 var v=document.documentElement.getAttribute('data-version');
-if(v!==null&&auth().Authorization)window.hooksAppPoll=setInterval(function(){var a=document.activeElement;if(a&&a.form)return;
- fetch('/api/v1/version',{headers:auth(),credentials:'omit'}).then(function(r){return r.json()}).then(function(j){if(j.version!==v)location.reload()}).catch(function(){})},2000);
+if(v!==null)H.load().then(function(l){if(l)window.hooksAppPoll=setInterval(function(){var a=document.activeElement;if(a&&a.form)return;
+ H.signed('/api/v1/version').then(function(r){return r.json()}).then(function(j){if(j.version!==v)location.reload()}).catch(fail)},2000)});
 })()"#;
 
-/// What a browser gets for the page before it sends its session: a shell whose script
-/// asks again with the session from this origin's storage and shows the answer. Without
-/// one (or with one the server no longer knows), it says how to log in.
+/// What a browser gets for the page before it proves its login: a shell whose script
+/// asks again through `HA.signed` and shows the answer. Without a login (or with one the
+/// daemon no longer knows), it says how to log in; at a server that cannot prove it is the
+/// daemon, it says that, and keeps the login for the daemon's return.
 pub fn login_needed() -> Response {
     const LOADER: &str = r#"(function(){
-var K='hooks-app-session',t=localStorage.getItem(K),m=document.getElementById('m');
-if(!t)return;
-m.textContent='Loading…';
-fetch(location.pathname+location.search,{headers:{'Authorization':'Page '+t},credentials:'omit'}).then(function(r){
- if(r.status===401){localStorage.removeItem(K);m.textContent='Your login has ended. Log in with the one-time link `hooks-app open` prints.';return null}
- return r.text()}).then(function(h){if(h!==null){document.open();document.write(h);document.close()}})
- .catch(function(){m.textContent='The daemon does not answer: `hooks-app open` starts it and logs you in.'});
+var H=window.HA,m=document.getElementById('m');
+H.load().then(function(l){
+ if(!l)return null;
+ m.textContent='Loading…';
+ return H.signed(location.pathname+location.search).then(function(r){
+  if(r.status===401)return H.forget().then(function(){m.textContent='Your login has ended. Log in with the one-time link `hooks-app open` prints.';return null});
+  return r.text()})
+}).then(function(h){if(h){document.open();document.write(h);document.close()}})
+.catch(function(e){if(e&&e.untrusted){m.textContent='';H.warn();return}
+ m.textContent='The daemon does not answer: `hooks-app open` starts it and logs you in.'});
 })()"#;
     respond(
         StatusCode::UNAUTHORIZED,
@@ -111,23 +146,38 @@ fetch(location.pathname+location.search,{headers:{'Authorization':'Page '+t},cre
             maud::html! {
                 h1 { "hooks-app" }
                 p #m { "Log in with the one-time link " code { "hooks-app open" } " prints." }
-                script { (PreEscaped(LOADER)) }
+                script { (PreEscaped(AUTH_SCRIPT)) (PreEscaped(LOADER)) }
             },
         ),
     )
 }
 
-/// The answer to a good login link: the session goes into this origin's storage, and the
-/// browser goes on to the page.
-pub fn logged_in_page(session: &str) -> String {
-    let key = serde_json::to_string(PAGE_STORAGE_KEY).unwrap_or_default();
-    let id = serde_json::to_string(session).unwrap_or_default();
+/// The page a login link opens: its script makes the page's key pair in the browser (the
+/// private half not extractable, kept in this origin's IndexedDB), sends the link's token
+/// and the public half to `POST /login`, keeps the session and the daemon's public key it
+/// is answered with, and goes on to the page. The token leaves the address bar first.
+pub fn login_page() -> String {
+    const LOGIN: &str = r#"(function(){
+var H=window.HA,m=document.getElementById('m'),t=new URLSearchParams(location.search).get('token')||'';
+history.replaceState(null,'','/login');
+if(!window.crypto||!crypto.subtle||!window.indexedDB){m.textContent='This browser gives the page no WebCrypto here: open it at 127.0.0.1 or localhost, or through https.';return}
+(async function(){
+ var p=await crypto.subtle.generateKey({name:'ECDSA',namedCurve:'P-256'},false,['sign','verify']);
+ var pub=H.hex(await crypto.subtle.exportKey('raw',p.publicKey));
+ var r=await fetch('/login',{method:'POST',headers:{'Content-Type':'application/x-www-form-urlencoded'},body:new URLSearchParams({token:t,key:pub}).toString(),credentials:'omit',cache:'no-store'});
+ var j=await r.json();
+ if(!r.ok){m.textContent=(j.error&&j.error.message)||'This login link is unknown, used or expired. Run `hooks-app open` for a new one.';return}
+ await H.keep({id:j.session,key:p.privateKey,daemon:j.daemon});
+ m.textContent='Logged in.';
+ location.replace('/');
+})().catch(function(e){m.textContent='Could not log in: '+e})
+})()"#;
     html(
         "hooks-app",
         maud::html! {
             h1 { "hooks-app" }
-            p { "Logged in." }
-            script { (PreEscaped(format!("localStorage.setItem({key},{id});location.replace('/')"))) }
+            p #m { "Logging in…" }
+            script { (PreEscaped(AUTH_SCRIPT)) (PreEscaped(LOGIN)) }
         },
     )
 }
@@ -342,7 +392,7 @@ pub async fn page(
         }
         // Its forms and its polling (reload when the store changed, unless someone is
         // typing) carry the session from this origin's storage.
-        script { (PreEscaped(PAGE_SCRIPT)) }
+        script { (PreEscaped(AUTH_SCRIPT)) (PreEscaped(PAGE_SCRIPT)) }
     };
     let status = if errors.is_some() {
         StatusCode::BAD_REQUEST

@@ -26,7 +26,11 @@ type Answer = Result<Response, ApiError>;
 pub fn table() -> Vec<(&'static str, MethodRouter<Shared>)> {
     vec![
         ("/", get(page_get)),
-        ("/login", get(crate::auth::login)),
+        (
+            "/login",
+            get(crate::auth::login).post(crate::auth::login_post),
+        ),
+        ("/page/challenge", get(crate::auth::challenge)),
         ("/logout", post(crate::auth::logout)),
         ("/ui/{*form}", post(crate::forms::form)),
         ("/favicon.ico", get(favicon)),

@@ -121,7 +121,8 @@ pub struct HttpConfig {
     /// The hook token (`Authorization: Bearer` of Claude Code's `http` hooks): it may only
     /// tell of a conversation's events.
     pub hook_token: Option<String>,
-    /// The data folder: one-time logins wait in its `http-logins`.
+    /// The data folder: one-time logins wait in its `http-logins`; the daemon's key for
+    /// the page is its `page.key`.
     pub data_dir: PathBuf,
     /// The counters the daemon shares with the server.
     pub metrics: Arc<Metrics>,
@@ -140,14 +141,18 @@ pub struct HttpState {
     pub(crate) started_at: hooks_core::stamp::Timestamp,
     pub(crate) login_dir: PathBuf,
     pub(crate) session_dir: PathBuf,
-    /// Page sessions: the id the page sends (`Authorization: Page <id>`) → its CSRF token
-    /// and when it lapses.
+    /// Page sessions: the id the page sends (`Authorization: Page <id> <nonce> <sig>`) →
+    /// its key, its CSRF token and when it lapses.
     pub(crate) sessions: Mutex<HashMap<String, PageSession>>,
+    /// The daemon's key pair for the page, and the nonces it issued.
+    pub(crate) page_keys: crate::pagekey::PageKeys,
     /// Where this server listens: the `Host` a request must name.
     pub(crate) addr: SocketAddr,
 }
 
 pub(crate) struct PageSession {
+    /// The page's public key (made in the browser at login): each request is signed by it.
+    pub(crate) key: Vec<u8>,
     pub(crate) csrf: String,
     pub(crate) expires: std::time::Instant,
     /// When the kept file says it lapses (Unix seconds): rewritten once the renewed lapse
@@ -175,6 +180,7 @@ impl HttpState {
             login_dir: config.data_dir.join(LOGIN_DIR),
             session_dir: config.data_dir.join(SESSION_DIR),
             sessions: Mutex::new(HashMap::new()),
+            page_keys: crate::pagekey::PageKeys::load(&config.data_dir),
             addr: config.addr,
         }
     }
