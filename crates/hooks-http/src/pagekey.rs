@@ -88,11 +88,14 @@ impl PageKeys {
             return Err("c must be 16 to 64 random bytes as hex".to_owned());
         }
         let pair = self.pair()?;
-        let nonce = crate::auth::random_hex(32).map_err(|e| e.to_string())?;
+        let mut n = [0u8; 32];
+        ring::rand::SecureRandom::fill(&self.rng, &mut n)
+            .map_err(|_| "no randomness for a nonce".to_owned())?;
+        let nonce = hex(&n);
         let sig = pair
             .sign(&self.rng, challenge_message(c, &nonce).as_bytes())
             .map_err(|_| "could not sign the challenge".to_owned())?;
-        let mut nonces = crate::state::lock(&self.nonces);
+        let mut nonces = lock(&self.nonces);
         let now = Instant::now();
         nonces.retain(|(_, until)| *until > now);
         while nonces.len() >= MAX_NONCES {
@@ -108,12 +111,12 @@ impl PageKeys {
     /// Takes back an issued nonce: true once, if this daemon issued it and it has not
     /// lapsed.
     pub(crate) fn take_nonce(&self, nonce: &str) -> bool {
-        let mut nonces = crate::state::lock(&self.nonces);
+        let mut nonces = lock(&self.nonces);
         let now = Instant::now();
         nonces.retain(|(_, until)| *until > now);
         match nonces
             .iter()
-            .position(|(n, _)| crate::state::same(n.as_bytes(), nonce.as_bytes()))
+            .position(|(n, _)| same(n.as_bytes(), nonce.as_bytes()))
         {
             Some(i) => {
                 nonces.remove(i);
@@ -160,6 +163,15 @@ fn key_pair(p: &Path, rng: &SystemRandom) -> Result<EcdsaKeyPair, String> {
     };
     EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &pkcs8, rng)
         .map_err(|_| format!("{} is not a key this daemon wrote", p.display()))
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Equal, in a time that does not depend on where they differ.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {
@@ -238,7 +250,7 @@ mod tests {
         }
         assert!(!keys.take_nonce(&first.nonce), "the oldest went first");
         assert!(keys.take_nonce(&last.unwrap().nonce));
-        assert!(crate::state::lock(&keys.nonces).len() < MAX_NONCES);
+        assert!(lock(&keys.nonces).len() < MAX_NONCES);
     }
 
     #[test]
