@@ -502,6 +502,17 @@ fn unhex(s: &str) -> Vec<u8> {
 }
 
 impl PageLogin {
+    /// `GET path` as the page's script asks for it.
+    pub fn get(&self, addr: SocketAddr, path: &str) -> Resp {
+        call(
+            addr,
+            "GET",
+            path,
+            &[("Authorization", &self.auth(addr))],
+            None,
+        )
+    }
+
     /// A fresh `Authorization` for one request, as the page's script makes it: the
     /// daemon's proof over a random challenge is checked first, then its nonce is signed.
     pub fn auth(&self, addr: SocketAddr) -> String {
@@ -1032,13 +1043,7 @@ fn a_page_login_outlives_the_daemon_that_made_it() {
 
     // A new daemon: the same login works, forms and all.
     let d = Served::start(&app, &[], &[]);
-    let r = call(
-        d.addr,
-        "GET",
-        "/",
-        &[("Authorization", &cred.auth(d.addr))],
-        None,
-    );
+    let r = cred.get(d.addr, "/");
     assert_eq!(r.status, 200, "{r:?}");
     let r = form(
         &d,
@@ -1061,16 +1066,6 @@ fn a_page_login_outlives_the_daemon_that_made_it() {
     assert_eq!(out.status, 200, "{out:?}");
     d.stop();
     let d = Served::start(&app, &[], &[]);
-    assert_eq!(
-        call(
-            d.addr,
-            "GET",
-            "/",
-            &[("Authorization", &cred.auth(d.addr))],
-            None
-        )
-        .status,
-        401
-    );
+    assert_eq!(cred.get(d.addr, "/").status, 401);
     d.stop();
 }

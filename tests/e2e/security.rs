@@ -527,13 +527,7 @@ fn the_pages_session_is_bound_to_its_origin_and_logs_out() {
     app.ok(&["init"]);
     let d = Served::start(&app, &[], &[]);
     let (cred, page) = crate::http::log_in(&app, &d);
-    let again = call(
-        d.addr,
-        "GET",
-        "/",
-        &[("Authorization", &cred.auth(d.addr))],
-        None,
-    );
+    let again = cred.get(d.addr, "/");
     assert_eq!(again.status, 200);
     assert!(again.header("set-cookie").is_none(), "{again:?}");
     // Without its credential a browser gets only the shell that asks for it.
@@ -580,18 +574,7 @@ fn the_pages_session_is_bound_to_its_origin_and_logs_out() {
         .as_bytes(),
     );
     assert_eq!(r.status, 200, "{r:?}");
-    assert_eq!(
-        call(
-            d.addr,
-            "GET",
-            "/",
-            &[("Authorization", &cred.auth(d.addr))],
-            None
-        )
-        .status,
-        401,
-        "logged out"
-    );
+    assert_eq!(cred.get(d.addr, "/").status, 401, "logged out");
     d.stop();
 }
 
