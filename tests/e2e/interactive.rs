@@ -657,3 +657,78 @@ fn a_busy_tui_is_not_interrupted_the_follow_up_waits_for_idle() {
     let log = stop(serve);
     assert_eq!(app.runs().len(), 1, "{log}");
 }
+
+/// A person's "no" holds. With `crossSessionInbound: "hold"` (as with bypassed permissions)
+/// Claude Code 2.1.332 holds a message its inbox took until the person approves it. The
+/// person never does and closes the TUI: the follow-up is recorded as declined and is not
+/// resumed after the close, which would run what they held back. (2.1.197 has no inbox: it
+/// is resumed after the close, as there is no way in to decline.)
+#[test]
+fn a_follow_up_held_in_the_tui_and_never_approved_is_not_resumed_after_the_close() {
+    let has_inbox = has_inbox();
+    let app = App::real();
+    app.api.set_final_line(Some("COMPLETED"));
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
+    let settings = app.env.claude_home().join("settings.json");
+    let mut v: Value = serde_json::from_slice(&std::fs::read(&settings).unwrap()).unwrap();
+    v["crossSessionInbound"] = "hold".into();
+    std::fs::write(&settings, v.to_string()).unwrap();
+    let serve = app.spawn(&["serve", "--quiet-period", "1"]);
+    let tui = Tui::start(&app.env, &app.proj);
+    tui.type_line("build the feature SAY_DONE");
+    let sid = session_of(&app);
+    if has_inbox {
+        assert!(
+            wait_until(60, || app.runs().iter().any(|r| r["delivery"] == "open")),
+            "handed to the open TUI: {:?} {:?}\n{}",
+            app.runs(),
+            app.pending(),
+            tui.screen()
+        );
+        assert!(
+            tui.wait_for(30, "Held peer message"),
+            "held for the person: {}",
+            tui.screen()
+        );
+    }
+    tui.type_line("/exit");
+    assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+    if has_inbox {
+        assert!(
+            wait_until(30, || app
+                .runs()
+                .iter()
+                .any(|r| r["finishedAt"].is_string())),
+            "{:?}",
+            app.runs()
+        );
+        app.ok(&["tick", "--quiet-period", "0"]);
+        let log = stop(serve);
+        let runs = app.runs();
+        assert_eq!(runs.len(), 1, "never resumed after the no: {runs:?}\n{log}");
+        let status = runs[0]["status"].as_str().unwrap_or_default();
+        assert!(
+            status.starts_with("skipped:") && status.contains("declined"),
+            "{}",
+            runs[0]
+        );
+        assert!(
+            !app.api.saw("tidy-up pass"),
+            "the held prompt never reached the model"
+        );
+    } else {
+        assert!(
+            wait_until(60, || app.runs().iter().any(|r| r["status"] == "ok")),
+            "{:?} {:?}",
+            app.runs(),
+            app.pending()
+        );
+        stop(serve);
+        assert_eq!(app.runs()[0]["delivery"], "resumed");
+    }
+    assert!(app.pending().is_empty(), "{:?}", app.pending());
+    let recs = records(&app, &sid);
+    assert_eq!(forks(&recs), Vec::<String>::new(), "one chain");
+}

@@ -165,7 +165,7 @@ pub fn ceil_to_second(t: Timestamp) -> Timestamp {
 pub const OPEN_BUSY_WAIT: &str = "waits for the turn to end";
 /// How soon an entry waiting for an open conversation's turn to end looks again.
 pub const OPEN_BUSY_LOOK: Duration = Duration::seconds(1);
-/// How the reason of an entry whose delivery into the open conversation was not taken
+/// How the reason of an entry whose delivery never reached the open conversation's inbox
 /// starts: it is not delivered again, and is resumed after the close.
 pub const NOT_TAKEN: &str = "not taken by the open conversation";
 

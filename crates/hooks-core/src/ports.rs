@@ -376,9 +376,12 @@ pub struct RunRequest {
     pub prompt: Prompt,
     /// Deliver the prompt into the conversation a person has open, as one turn of it,
     /// rather than resume it: set only for a runner that says it can
-    /// ([`Runner::delivers_into_open`]) and a prompt with no run options. A delivery the
-    /// conversation never took ends with a [`crate::Status::Requeued`] outcome: it is no
-    /// run, and the entry goes back to wait for the close.
+    /// ([`Runner::delivers_into_open`]) and a prompt with no run options. A delivery that
+    /// never reached the conversation (its inbox refused the connection) ends with a
+    /// [`crate::Status::Requeued`] outcome: it is no run, and the entry goes back to wait for
+    /// the close. Once the conversation has the prompt it is handed over: the person may be
+    /// asked, and a declined or never-taken delivery ends with any other status (the
+    /// Claude runner's is [`crate::Status::Skipped`]) and is never resumed as well.
     pub into_open: Option<crate::live::OpenDelivery>,
     /// The agent whose conversation it is, when its transcript says
     /// ([`TranscriptFacts::agent`]): a runner for several agents resumes it with the

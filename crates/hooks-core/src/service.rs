@@ -1110,8 +1110,9 @@ impl Service {
         record.finished_at = Some(self.now());
         record.outcome = outcome.with_sane_cost().with_kept_reply();
         if delivered && let Some(Status::Requeued(why)) = &record.outcome.status {
-            // The open conversation never took it: no run. It waits for the close and
-            // is resumed then, never delivered again.
+            // Its inbox could not be reached: nothing was handed over, so no run. It
+            // waits for the close and is resumed then, never delivered again. (A line the
+            // inbox took is the person's to run or decline: its outcome is final.)
             let why = why.clone();
             self.ports.store.append_run(&record).await?;
             self.ports.meta.unstamp(session, &hook.id).await?;

@@ -3162,12 +3162,12 @@ async fn a_capped_hooks_follow_up_is_not_delivered_into_the_open_tui() {
 }
 
 #[tokio::test]
-async fn a_delivery_the_open_conversation_never_took_waits_for_the_close_and_is_resumed_once() {
+async fn a_delivery_that_never_reached_the_inbox_waits_for_the_close_and_is_resumed_once() {
     let w = world();
     w.runner.set_delivers(true);
     w.runner.set_outcome(Ok(RunOutcome {
         status: Some(Status::Requeued(
-            "the open conversation did not take it".into(),
+            "its inbox could not be reached: connection refused".into(),
         )),
         ..RunOutcome::default()
     }));
@@ -3209,6 +3209,46 @@ async fn a_delivery_the_open_conversation_never_took_waits_for_the_close_and_is_
     let calls = w.runner.calls();
     assert_eq!(calls.len(), 2);
     assert!(calls[1].into_open.is_none(), "resumed after the close");
+}
+
+/// A person's "no" holds: a delivery the inbox took but the conversation never ran (held
+/// for approval and declined, or closed first) is the follow-up's one outcome. Its stamp
+/// stays; the close resumes nothing, now or later.
+#[tokio::test]
+async fn a_delivery_handed_over_and_declined_is_never_resumed() {
+    let w = world();
+    w.runner.set_delivers(true);
+    w.runner.set_outcome(Ok(RunOutcome {
+        status: Some(Status::skipped(
+            "the conversation was closed without taking it: held for the person's approval and declined, or closed first; handed over, so not resumed",
+        )),
+        ..RunOutcome::default()
+    }));
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta.set_transcript(&s, transcript(60, Some(1000), false));
+    w.meta.set_open(&s, Some(tui_with_inbox("idle")));
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    assert_eq!(w.meta.stamps(&s).len(), 1, "the stamp stays: {fired:?}");
+    let logged = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert_eq!(logged.len(), 1);
+    assert!(
+        matches!(logged[0].outcome.status(), Status::Skipped(w) if w.contains("declined")),
+        "{logged:?}"
+    );
+    w.meta.set_open(&s, None);
+    let snap = w.store.snapshot().await.unwrap();
+    assert!(snap.pending.is_empty(), "{:?}", snap.pending);
+    assert_eq!(w.service.wake_closed(&snap.pending).await.unwrap(), 0);
+    w.clock.advance(Duration::hours(1));
+    fire_all(&w).await;
+    assert_eq!(
+        w.runner.count(),
+        1,
+        "delivered once, never resumed after the no"
+    );
 }
 
 #[tokio::test]

@@ -209,7 +209,6 @@ impl Runner for ClaudeRunner {
                 session_id: req.session_id.to_string(),
                 prompt: req.prompt.body.clone(),
                 timeout: self.config.timeout,
-                take_wait: open::TAKE_WAIT,
             }));
         }
         // Values reach the command line only through the core's validated types, but check

@@ -7,9 +7,16 @@
 //! followed in the transcript: taken when a user line holding the prompt appears after the
 //! point the delivery began, over when the last assistant line after it ends the turn and
 //! the file has been still for a moment. Its usage, replies and last text become the run's
-//! outcome (the core prices it). Not taken within [`TAKE_WAIT`] (the inbox held or refused
-//! it, the TUI was closed): a [`Status::Requeued`] outcome, and the entry waits for the
-//! close to be resumed.
+//! outcome (the core prices it).
+//!
+//! Once the inbox has the line the follow-up is handed over, and the person decides: Claude
+//! Code may hold a message for approval (`crossSessionInbound: "hold"`, or any message to a
+//! session that bypasses permissions), and an approval may come minutes later. So the turn
+//! is waited for until the run's timeout or the TUI's close; never taken, it is
+//! [`Status::Skipped`] (declined, or closed first) and never resumed as well, which would run
+//! it twice or after a "no". Only an inbox that could not be reached is a
+//! [`Status::Requeued`] outcome: nothing was handed over, and the entry waits for the close
+//! to be resumed.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -21,8 +28,6 @@ use hooks_core::ports::RunHandle;
 use hooks_core::{ProcessRef, RunOutcome, Status, Usage};
 use serde_json::Value;
 
-/// How long the open conversation has to take the follow-up.
-pub const TAKE_WAIT: Duration = Duration::from_secs(20);
 /// How often the transcript is looked at.
 const POLL: Duration = Duration::from_millis(200);
 /// How long the transcript must be still after a turn's last reply.
@@ -33,9 +38,9 @@ pub struct OpenRun {
     pub delivery: OpenDelivery,
     pub session_id: String,
     pub prompt: String,
+    /// How long the whole delivery may take: the conversation's taking it (a person may
+    /// be asked first) and its turn.
     pub timeout: Duration,
-    /// How long the conversation has to take it ([`TAKE_WAIT`]).
-    pub take_wait: Duration,
 }
 
 #[async_trait]
@@ -55,8 +60,15 @@ fn failed(why: String) -> RunOutcome {
     RunOutcome::new(Status::error(why))
 }
 
-fn not_taken(why: &str) -> RunOutcome {
-    RunOutcome::new(Status::Requeued(why.to_owned()))
+fn not_reached(why: String) -> RunOutcome {
+    RunOutcome::new(Status::Requeued(why))
+}
+
+/// Handed over and never taken: the person's part, so no run follows.
+fn never_taken(why: &str) -> RunOutcome {
+    RunOutcome::new(Status::skipped(format!(
+        "{why}: held for the person's approval and declined, or closed first; handed over, so not resumed"
+    )))
 }
 
 fn alive(pid: u32) -> bool {
@@ -77,7 +89,7 @@ fn deliver(run: &OpenRun) -> RunOutcome {
     let sent =
         std::os::unix::net::UnixStream::connect(&d.inbox).and_then(|mut s| writeln!(s, "{line}"));
     if let Err(e) = sent {
-        return not_taken(&format!("its inbox could not be reached: {e}"));
+        return not_reached(format!("its inbox could not be reached: {e}"));
     }
     // The prompt's first line, as the transcript's user line will hold it.
     let needle: String = run
@@ -100,11 +112,14 @@ fn deliver(run: &OpenRun) -> RunOutcome {
             still_since = Instant::now();
         }
         match turn {
-            None if started.elapsed() > run.take_wait => {
-                return not_taken("the open conversation did not take it");
+            None if started.elapsed() > run.timeout => {
+                return never_taken(&format!(
+                    "the open conversation did not take it in {} s",
+                    run.timeout.as_secs()
+                ));
             }
             None if !alive(d.pid) => {
-                return not_taken("the conversation was closed before it took it");
+                return never_taken("the conversation was closed without taking it");
             }
             None => continue,
             Some(t) => {
@@ -296,7 +311,7 @@ mod tests {
     use super::*;
     use std::io::BufRead;
 
-    fn run(dir: &std::path::Path, take_wait: Duration) -> OpenRun {
+    fn run(dir: &std::path::Path, timeout: Duration) -> OpenRun {
         OpenRun {
             delivery: OpenDelivery {
                 inbox: dir.join("inbox.sock").display().to_string(),
@@ -305,8 +320,7 @@ mod tests {
             },
             session_id: "s".into(),
             prompt: "Do a short tidy-up pass.\nEnd with COMPLETED.".into(),
-            timeout: Duration::from_secs(30),
-            take_wait,
+            timeout,
         }
     }
 
@@ -377,23 +391,86 @@ mod tests {
     }
 
     #[test]
-    fn a_delivery_the_conversation_never_took_is_no_run() {
+    fn an_inbox_that_cannot_be_reached_is_no_run_and_hands_nothing_over() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("s.jsonl"), "").unwrap();
-        // No inbox at all.
         let o = deliver(&run(d.path(), Duration::from_secs(5)));
         assert!(
             matches!(o.status, Some(Status::Requeued(ref w)) if w.contains("inbox")),
             "{o:?}"
         );
-        // An inbox that takes the line, and a conversation that never shows it.
+        assert_eq!(o.cost_usd, None);
+    }
+
+    /// The attack of a held message: the inbox takes the line and the person is asked.
+    /// Never taken, it is the person's "no" (or a close): skipped, never a requeue that
+    /// would resume it after the close.
+    #[test]
+    fn a_delivery_handed_over_and_never_taken_is_skipped_not_requeued() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("s.jsonl"), "").unwrap();
         let _listener =
             std::os::unix::net::UnixListener::bind(d.path().join("inbox.sock")).unwrap();
         let o = deliver(&run(d.path(), Duration::from_millis(500)));
         assert!(
-            matches!(o.status, Some(Status::Requeued(ref w)) if w.contains("did not take")),
+            matches!(o.status, Some(Status::Skipped(ref w)) if w.contains("not resumed")),
             "{o:?}"
         );
         assert_eq!(o.cost_usd, None);
+        // The TUI closes while the message is held: the same, at once.
+        let mut tui = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let mut r = run(d.path(), Duration::from_secs(600));
+        r.delivery.pid = tui.id();
+        let closer = std::thread::spawn(move || {
+            tui.kill().unwrap();
+            tui.wait().unwrap();
+        });
+        let o = deliver(&r);
+        closer.join().unwrap();
+        assert!(
+            matches!(o.status, Some(Status::Skipped(ref w)) if w.contains("closed without taking it")),
+            "{o:?}"
+        );
+    }
+
+    /// Approved well after it was held (the old 20 s wait long passed in the field): the
+    /// turn is the follow-up's one run, recorded as such.
+    #[test]
+    fn a_held_delivery_approved_late_is_its_one_run() {
+        let d = tempfile::tempdir().unwrap();
+        let t = d.path().join("s.jsonl");
+        std::fs::write(&t, "").unwrap();
+        let listener = std::os::unix::net::UnixListener::bind(d.path().join("inbox.sock")).unwrap();
+        let (approve, approved) = std::sync::mpsc::channel::<()>();
+        let tui = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(s).read_line(&mut line).unwrap();
+            // Held until the person answers.
+            approved.recv().unwrap();
+            let mut f = std::fs::OpenOptions::new().append(true).open(&t).unwrap();
+            let user = serde_json::json!({"type": "user", "isMeta": true,
+                "message": {"role": "user", "content": "Do a short tidy-up pass."}});
+            writeln!(f, "{user}").unwrap();
+            writeln!(
+                f,
+                "{}",
+                assistant("m1", "Tidied.\nCOMPLETED", "end_turn", 7)
+            )
+            .unwrap();
+        });
+        let r = run(d.path(), Duration::from_secs(600));
+        let delivery = std::thread::spawn(move || deliver(&r));
+        // The delivery is still waiting on the person after several looks.
+        std::thread::sleep(POLL * 5);
+        assert!(!delivery.is_finished(), "still waiting on the person");
+        approve.send(()).unwrap();
+        let o = delivery.join().unwrap();
+        tui.join().unwrap();
+        assert_eq!(o.status, Some(Status::Ok), "{o:?}");
+        assert_eq!(o.result_text.as_deref(), Some("Tidied.\nCOMPLETED"));
     }
 }
