@@ -116,7 +116,24 @@ pub fn open_session(claude_home: &Path, session: &SessionId) -> Option<OpenSessi
         .collect();
     // Several (a person's TUI and a headless run): the interactive one says more.
     found.sort_by_key(|o| o.kind.as_deref() != Some("interactive"));
-    found.into_iter().next()
+    let mut open = found.into_iter().next()?;
+    if open.inbox.is_some() && refuses_peers(claude_home) {
+        open.inbox = None;
+    }
+    Some(open)
+}
+
+/// Whether the user's Claude Code settings refuse messages from other sessions
+/// (`"crossSessionInbound": "refuse"`): the inbox would drop the follow-up unseen, so it
+/// is no way in. (`"hold"` is: the person sees the message and approves or declines it.)
+fn refuses_peers(claude_home: &Path) -> bool {
+    hooks_platform::read_regular(
+        &claude_home.join("settings.json"),
+        hooks_platform::ReadLimit::bytes(4 * 1024 * 1024),
+    )
+    .ok()
+    .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+    .is_some_and(|v| v["crossSessionInbound"] == "refuse")
 }
 
 /// The Codex process that has thread `session` open, if any. While a TUI (or a run) has a

@@ -312,4 +312,19 @@ fn an_open_sessions_inbox_is_its_own_socket_and_nothing_else() {
     file("sdk-cli", &sock);
     let o = open_session(&home, &s).expect("still open");
     assert_eq!(o.inbox, None, "not an interactive session");
+    // A person who refuses messages from other sessions: no way in (it would be dropped
+    // unseen); one who holds them for approval is asked.
+    file("interactive", &sock);
+    for (setting, inbox) in [("refuse", None), ("hold", Some(sock.display().to_string()))] {
+        fs::write(
+            home.join("settings.json"),
+            format!("{{\"crossSessionInbound\": \"{setting}\"}}"),
+        )
+        .unwrap();
+        assert_eq!(
+            open_session(&home, &s).and_then(|o| o.inbox),
+            inbox,
+            "{setting}"
+        );
+    }
 }
