@@ -89,7 +89,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Completions { .. } | Command::Man => {}
         Command::ClaudeHook(a) => return Ok(claude_hook::run(&ctx, a.on)),
         Command::Init => {
-            compose::record_workspace(&mut ctx)?;
+            say_kept_workspace(compose::record_workspace(&mut ctx)?);
             init(&ctx)?
         }
         Command::Hooks(h) => hooks(&ctx, h).map_err(|e| suggest_hook(&ctx, e))?,
@@ -154,7 +154,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
         Command::Install(a) => {
             if !a.dry_run {
-                compose::record_workspace(&mut ctx)?;
+                say_kept_workspace(compose::record_workspace(&mut ctx)?);
             }
             ctx.keep_runner_url(a.dry_run)?;
             install::install(&ctx, &convert::install(&a))?
@@ -171,4 +171,14 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Prices(j) => crate::prices::command(&ctx, j.json)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Says that `init` or `install`, run outside the workspace, kept it.
+fn say_kept_workspace(kept: Option<std::path::PathBuf>) {
+    if let Some(w) = kept {
+        crate::say!(
+            "the workspace stays {} (prompts come from there; --workspace DIR moves it)",
+            w.display()
+        );
+    }
 }

@@ -345,15 +345,25 @@ pub fn recorded_workspace(data_dir: &Path) -> Option<PathBuf> {
 
 /// Records `here` as the workspace every later command and daemon of this data folder
 /// uses (unless given `--workspace`): a daemon started from some project's conversation
-/// must not take that project for the user's own folder.
-pub fn record_workspace(ctx: &mut Context) -> AppResult {
+/// must not take that project for the user's own folder. A workspace already recorded, and
+/// still there, is kept unless `--workspace` names another: running `init` or `install` in
+/// another folder never moves where prompts come from. Returns the workspace kept when
+/// `here` is not it, for the command to say so.
+pub fn record_workspace(ctx: &mut Context) -> AppResult<Option<PathBuf>> {
+    if let Some(recorded) = recorded_workspace(&ctx.data_dir)
+        && recorded.is_dir()
+        && ctx.workspace == recorded
+    {
+        // Given no --workspace (Context::new took the recorded one), or given this one.
+        return Ok((ctx.here != recorded).then_some(recorded));
+    }
     let text = serde_json::to_string_pretty(&serde_json::json!({
         "workspace": ctx.here.to_string_lossy(),
     }))
     .unwrap_or_default();
     write_private(&ctx.data_dir.join(WORKSPACE_FILE), &format!("{text}\n"))?;
     ctx.workspace = ctx.here.clone();
-    Ok(())
+    Ok(None)
 }
 
 /// This host's name, as leases and claim owners carry it.
