@@ -235,11 +235,57 @@ fn the_person_is_told_what_a_finished_turn_queued() {
     );
     assert_eq!(app.pending().len(), 2);
 
-    // Told again (already pending), or a turn that is not done: nothing is shown.
-    for text in ["all done\nDONE", "still working"] {
-        let o = app.hook_as_claude(&command, &app.proj, &[], &stop(text));
-        assert!(o.status.success() && o.stdout.is_empty(), "{text}: {o:?}");
-    }
+    // Told again: both are queued already, and it says so; a turn that is not done: nothing.
+    let o = app.hook_as_claude(&command, &app.proj, &[], &stop("all done\nDONE"));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let said = out["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("post-task (queued already)") && said.contains("changelog (queued already)"),
+        "{o:?}"
+    );
+    assert_eq!(app.pending().len(), 2);
+    let o = app.hook_as_claude(&command, &app.proj, &[], &stop("still working"));
+    assert!(o.status.success() && o.stdout.is_empty(), "{o:?}");
+}
+
+/// Every DONE gets a word: a DONE in a conversation post-task followed up already is
+/// answered with why nothing comes (once per conversation) and how to run it again.
+#[test]
+fn a_done_in_a_conversation_followed_up_already_is_answered() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.post_task_at_once();
+    let v: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(app.env.claude_home().join("settings.json")).unwrap(),
+    )
+    .unwrap();
+    let command = v["hooks"]["Stop"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let t = app.transcript("s-again", &app.proj, 1000);
+    let stop = serde_json::json!({"hook_event_name": "Stop", "session_id": "s-again",
+        "cwd": app.proj, "transcript_path": t, "last_assistant_message": "done\nDONE"})
+    .to_string();
+    let o = app.hook_as_claude(&command, &app.proj, &[], &stop);
+    assert!(o.status.success(), "{o:?}");
+    app.ok(&["tick"]);
+    assert_eq!(app.runs().len(), 1, "{:?}", app.runs());
+    let o = app.hook_as_claude(&command, &app.proj, &[], &stop);
+    assert!(o.status.success(), "{o:?}");
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let said = out["systemMessage"].as_str().unwrap_or_default();
+    assert!(
+        said.contains("followed this conversation up already with post-task")
+            && said.contains("hooks-app hooks run post-task --session s-again --force"),
+        "{said}"
+    );
+    assert!(
+        app.pending().is_empty(),
+        "nothing queued: {:?}",
+        app.pending()
+    );
 }
 
 #[test]

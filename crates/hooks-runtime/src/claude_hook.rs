@@ -312,7 +312,7 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     // output reaches nobody, a StopFailure's is ignored).
     if plan.event.event == Event::ConversationDone
         && !plan.closed
-        && let Some(text) = heads_up(&reports, service.now())
+        && let Some(text) = heads_up(&reports, service.now(), plan.event.session.as_str())
     {
         println!("{}", hooks_claude_code::hook_output::system_message(&text));
     }
@@ -332,29 +332,56 @@ fn roughly(secs: i64) -> String {
     }
 }
 
-/// The one line the person is shown when a finished turn queued follow-ups: which, when,
-/// and how to stop them. `None` when nothing was queued.
+/// The one line the person is shown when a turn finished with the done marker: which
+/// follow-ups were queued and when, and which will not come because they came already
+/// (once per conversation) or are queued already, so no DONE goes unanswered. Hooks that
+/// do not apply (switched off, a subagent's or a cron job's conversation) say nothing.
+/// `None` when there is nothing to say. `session` names the conversation in the way to
+/// run a hook again.
 pub fn heads_up(
     reports: &[hooks_core::service::NotifyReport],
     now: hooks_core::stamp::Timestamp,
+    session: &str,
 ) -> Option<String> {
-    let queued: Vec<String> = reports
-        .iter()
-        .filter_map(|r| match r.outcome {
-            hooks_core::service::NotifyOutcome::Queued { due_at } => Some(format!(
+    use hooks_core::decide::SkipReason;
+    use hooks_core::service::NotifyOutcome;
+    let mut queued = Vec::new();
+    let mut came = Vec::new();
+    for r in reports {
+        match &r.outcome {
+            NotifyOutcome::Queued { due_at } => queued.push(format!(
                 "{} in {}",
                 r.hook_id,
-                roughly((due_at - now).whole_seconds())
+                roughly((*due_at - now).whole_seconds())
             )),
-            hooks_core::service::NotifyOutcome::Skipped(_) => None,
-        })
-        .collect();
-    (!queued.is_empty()).then(|| {
-        format!(
+            NotifyOutcome::Skipped(SkipReason::AlreadyPending) => {
+                queued.push(format!("{} (queued already)", r.hook_id));
+            }
+            NotifyOutcome::Skipped(SkipReason::AlreadyRan { .. }) => {
+                came.push(r.hook_id.to_string())
+            }
+            NotifyOutcome::Skipped(_) => {}
+        }
+    }
+    let mut lines = Vec::new();
+    if !queued.is_empty() {
+        lines.push(format!(
             "hooks-app will follow up this conversation: {} (`hooks-app pause` stops them)",
             queued.join(", ")
-        )
-    })
+        ));
+    }
+    if !came.is_empty() {
+        let again = came
+            .iter()
+            .map(|id| format!("`hooks-app hooks run {id} --session {session} --force`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        lines.push(format!(
+            "hooks-app followed this conversation up already with {} (once per conversation); {again} runs it again",
+            came.join(", ")
+        ));
+    }
+    (!lines.is_empty()).then(|| lines.join("\n"))
 }
 
 /// In the on-demand mode, a daemon for what was just queued. What was queued is durable
