@@ -1305,7 +1305,9 @@ impl Service {
 
     /// Queues `hook` for `session` due now (`hooks run`), through every usual check when
     /// it fires; `force` first removes the once-per-(hook, session) stamp, and nothing
-    /// else. Returns what happened to the entry and whether a stamp was removed.
+    /// else. Returns what happened to the entry and whether a stamp was removed. Without
+    /// `force`, a hook that followed the conversation up already is refused, changing
+    /// nothing ([`RunNowQueue::Skipped`]).
     pub async fn run_now(
         &self,
         hook: &HookId,
@@ -1333,11 +1335,10 @@ impl Service {
         let unstamped = if force {
             self.ports.meta.unstamp(session, hook).await?
         } else {
-            // Followed up already: said at once, and logged as any skip is.
+            // Followed up already: said at once to whoever asked, and nothing changes (a
+            // row per refused ask would bury the one run in "already ran" lines).
             if let Some(at) = self.ports.meta.state(session).await?.stamps.get(hook) {
                 let status = Status::skipped(SkipReason::AlreadyRan { at: *at }.to_string());
-                let mut warnings = Vec::new();
-                self.log_ended(&entry, &status, &mut warnings).await;
                 return Ok(RunNow {
                     queued: RunNowQueue::Skipped(status),
                     unstamped: false,
