@@ -1069,3 +1069,57 @@ fn a_page_login_outlives_the_daemon_that_made_it() {
     assert_eq!(cred.get(d.addr, "/").status, 401);
     d.stop();
 }
+
+/// The page runs a hook on a looked-up conversation, and once it followed that
+/// conversation up, offers to run it again (the API's `force`), which it does.
+#[test]
+fn the_page_runs_a_hook_now_and_once_it_ran_offers_to_run_it_again() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.transcript("page-run-1", &app.proj, 1000);
+    let d = Served::start(&app, &[], &[]);
+    let (cred, page) = log_in(&app, &d);
+    let csrf = page_csrf(&page);
+    let lookup = |d: &Served| {
+        call(
+            d.addr,
+            "GET",
+            "/?session=page-run-1",
+            &[("Authorization", &cred.auth(d.addr))],
+            None,
+        )
+        .body
+    };
+    let shown = lookup(&d);
+    assert!(
+        shown.contains("Run post-task now") && !shown.contains("Run post-task again"),
+        "{shown}"
+    );
+    let run = |extra: &str| {
+        form(
+            &d,
+            &cred,
+            "/ui/run",
+            &format!("csrf={csrf}&hook=post-task&session=page-run-1{extra}"),
+        )
+    };
+    assert_eq!(run("").status, 303);
+    assert!(
+        hooks_testkit::wait_until(30, || app.fake_log() == ["page-run-1 post-task"]),
+        "the daemon ran it: {:?}",
+        app.fake_log()
+    );
+    let shown = lookup(&d);
+    assert!(
+        shown.contains("Run post-task again") && shown.contains("name=\"force\" value=\"1\""),
+        "{shown}"
+    );
+    error_of(&run("&force=yes"), 400, "force");
+    assert_eq!(run("&force=1").status, 303);
+    assert!(
+        hooks_testkit::wait_until(30, || app.fake_log().len() == 2),
+        "run again: {:?}",
+        app.fake_log()
+    );
+    d.stop();
+}

@@ -51,7 +51,12 @@ pub async fn form(
                 .map_err(|e| ApiError::bad("hook", e.rule))?;
             let sid = SessionId::parse(get("session").unwrap_or_default())
                 .map_err(|e| ApiError::bad("session", e.rule))?;
-            s.svc.run_now(&hook, &sid, false).await?;
+            let force = match get("force") {
+                None => false,
+                Some("1") => true,
+                Some(_) => return Err(ApiError::bad("force", "must be 1, or absent")),
+            };
+            s.svc.run_now(&hook, &sid, force).await?;
             let mut r = respond(StatusCode::SEE_OTHER, "text/plain", "queued");
             let to = format!("/?session={}#lookup", sid.as_str());
             r.headers_mut().insert(

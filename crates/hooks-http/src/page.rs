@@ -284,7 +284,9 @@ pub async fn page(
             Err(e) => Err(lookup_message(e)),
             Ok(sid) => {
                 let report = s.svc.session_report(&sid).await?;
-                Ok((sid, hooks_shapes::text::session_lines(&report)))
+                // The hooks that followed it up already: theirs is a "run again".
+                let came: Vec<HookId> = report.facts.state.stamps.keys().cloned().collect();
+                Ok((sid, hooks_shapes::text::session_lines(&report), came))
             }
         }),
     };
@@ -371,7 +373,7 @@ pub async fn page(
         @match &lookup {
             None => {}
             Some(Err(why)) => p.err role="alert" { (why) },
-            Some(Ok((sid, lines))) => {
+            Some(Ok((sid, lines, came))) => {
                 table #session {
                     @for (label, text) in lines {
                         tr { th { (label) } td { (text) } }
@@ -383,7 +385,14 @@ pub async fn page(
                             input type="hidden" name="csrf" value=(csrf);
                             input type="hidden" name="hook" value=(h.id);
                             input type="hidden" name="session" value=(sid);
-                            button type="submit" name="run" value=(h.id) { "Run " (h.id) " now" }
+                            @if came.contains(&h.id) {
+                                // Followed up once already: only a run again does anything.
+                                input type="hidden" name="force" value="1";
+                                button type="submit" name="run" value=(h.id)
+                                    title="it followed this conversation up already: run it once more" { "Run " (h.id) " again" }
+                            } @else {
+                                button type="submit" name="run" value=(h.id) { "Run " (h.id) " now" }
+                            }
                             " "
                         }
                     }
