@@ -167,6 +167,9 @@ impl Tui {
 
     /// Quits with `command` (typed over a cleared input box, then Enter), given again every
     /// two seconds until the program is gone, within `secs`: a TUI may not take keys yet.
+    /// The command is typed a key at a time, each once the input line shows the last, and
+    /// sent only when the line holds it exactly: keys that come in a burst can be taken as
+    /// a paste (Codex 0.171.0 on a busy machine made `/quit` into `/quitquit`).
     pub fn quit_with(&self, command: &str, secs: u64) -> bool {
         let mut last: Option<std::time::Instant> = None;
         wait_until(secs, || {
@@ -175,12 +178,29 @@ impl Tui {
             }
             if last.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(2)) {
                 tmux(&self.socket, &["send-keys", "-t", "main", "C-u"]);
-                tmux(&self.socket, &["send-keys", "-t", "main", "-l", command]);
-                tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
+                if self.type_paced(command) {
+                    tmux(&self.socket, &["send-keys", "-t", "main", "Enter"]);
+                }
                 last = Some(std::time::Instant::now());
             }
             false
         })
+    }
+
+    /// Types `text` a key at a time, each once the screen has a line ending with what was
+    /// typed so far; returns whether one ends with all of it.
+    fn type_paced(&self, text: &str) -> bool {
+        let shows = |typed: &str| self.screen().lines().any(|l| l.trim_end().ends_with(typed));
+        let mut typed = String::new();
+        for c in text.chars() {
+            typed.push(c);
+            tmux(
+                &self.socket,
+                &["send-keys", "-t", "main", "-l", &c.to_string()],
+            );
+            wait_until(2, || shows(&typed));
+        }
+        shows(text)
     }
 
     /// Presses Enter: sends what the input box holds.
