@@ -368,3 +368,64 @@ fn uninstall_keeps_the_queue_paused_or_drops_it_and_install_takes_it_up() {
         daemons(&app)
     );
 }
+
+/// A re-install that changes what the daemon runs with reaches the daemon that is running:
+/// `install --http ADDR` while an on-demand daemon waits on a queued follow-up restarts
+/// it, saying so, and the page is served at once; the queue is untouched.
+#[test]
+fn install_http_reaches_the_on_demand_daemon_that_is_running() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    app.ok(&["install", "--idle-exit", "60"]);
+    app.ok(&["hooks", "update", "post-task", "--delay", "3600"]);
+    let mut hook = app
+        .cmd(&["claude-hook"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    hook.stdin
+        .take()
+        .unwrap()
+        .write_all(stop_event(&app, "s-reinstall").as_bytes())
+        .unwrap();
+    assert!(hook.wait_with_output().unwrap().status.success());
+    assert!(
+        wait_until(30, || daemons(&app).len() == 1),
+        "the hook started a daemon: {}",
+        serve_log(&app)
+    );
+    let first = daemons(&app)[0]["pid"].clone();
+    assert!(daemons(&app)[0]["http"].is_null());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let out = app.ok(&["install", "--http", &addr, "--idle-exit", "60"]);
+    assert!(
+        out.contains(&format!(
+            "restarted the on-demand daemon (pid {first} stopped)"
+        )),
+        "{out}"
+    );
+    assert!(
+        wait_until(60, || daemons(&app)
+            .first()
+            .is_some_and(|d| d["http"] == format!("http://{addr}").as_str())),
+        "the new daemon serves the page: {:?}\n{}",
+        daemons(&app),
+        serve_log(&app)
+    );
+    assert_ne!(daemons(&app)[0]["pid"], first);
+    let login = app.ok(&["open", "--no-browser"]);
+    assert!(
+        login
+            .trim()
+            .starts_with(&format!("http://{addr}/login?token=")),
+        "{login}"
+    );
+    assert_eq!(app.pending().len(), 1, "the queue is as it was");
+    // The same install again changes nothing, and restarts nothing.
+    let again = app.ok(&["install", "--http", &addr, "--idle-exit", "60"]);
+    assert!(!again.contains("restarted"), "{again}");
+    let out = app.ok(&["uninstall"]);
+    assert!(out.contains("stopped the on-demand daemon"), "{out}");
+    assert!(wait_until(30, || daemons(&app).is_empty()));
+}

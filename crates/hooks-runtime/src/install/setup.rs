@@ -83,13 +83,19 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
         }
         return Ok(());
     }
+    let mut changed = false;
     if DaemonConfig::read(&ctx.data_dir) != cfg || !ctx.data_dir.join("daemon.json").exists() {
         cfg.write(&ctx.data_dir)?;
+        changed = true;
     }
     // The environment a daemon started from a hook gets: this command's, the user's own.
     let env = crate::daemon::environment::DaemonEnvironment::capture(ctx);
     if crate::daemon::environment::DaemonEnvironment::read(&ctx.data_dir).as_ref() != Some(&env) {
         env.write(&ctx.data_dir)?;
+        changed = true;
+    }
+    if changed {
+        restart_on_demand(ctx, cfg.mode)?;
     }
     if std::env::var_os("CLAUDECODE").is_some() {
         crate::say!(
@@ -129,6 +135,35 @@ pub fn daemon_setup(ctx: &Context, a: &InstallOptions) -> AppResult {
                 ondemand::enable_command(&unit)
             );
         }
+    }
+    Ok(())
+}
+
+/// A running on-demand daemon was started with what `install` just changed (its HTTP
+/// address, idle exit, mode or environment): it is stopped (SIGTERM: it finishes or hands
+/// back what it runs) and, still on demand, started again, saying so, so the change holds
+/// now rather than after it happens to go idle.
+fn restart_on_demand(ctx: &Context, mode: DaemonMode) -> AppResult {
+    let ondemand = crate::daemon::ondemand::stop_on_demand(&ctx.data_dir);
+    let Some(pids) = (!ondemand.is_empty()).then(|| {
+        ondemand
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }) else {
+        return Ok(());
+    };
+    if mode != DaemonMode::OnDemand {
+        crate::say!("stopped the on-demand daemon (pid {pids}): the daemon is no longer on demand");
+    } else if crate::daemon::ondemand::ensure_running(ctx, false)? {
+        crate::say!(
+            "restarted the on-demand daemon (pid {pids} stopped) so it runs with this change"
+        );
+    } else {
+        crate::say!(
+            "asked the on-demand daemon (pid {pids}) to stop: it is finishing a run, and the next one runs with this change"
+        );
     }
     Ok(())
 }
