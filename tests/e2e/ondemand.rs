@@ -275,6 +275,15 @@ fn install_http_serves_the_page_on_demand_and_uninstall_stops_the_daemon() {
         "none",
         "nothing starts it again"
     );
+    // Nothing advises starting a daemon by hand: the way back is install.
+    let status = app.ok(&["status"]);
+    let doctor = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
+    for said in [&status, &doctor] {
+        assert!(
+            !said.contains("hooks-app serve") && said.contains("hooks-app install"),
+            "{said}"
+        );
+    }
 }
 
 /// Nothing fires after `uninstall` unless the user asks: what is queued stays, paused,

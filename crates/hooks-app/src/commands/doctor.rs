@@ -489,7 +489,8 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     }
 
     let running = daemon_running(&ctx.data_dir);
-    let mode = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let daemon_cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let mode = daemon_cfg.mode;
     let mode_name = crate::daemon::ondemand::mode_name(mode);
     // On demand, no daemon is fine until something is due and none was started for it.
     let due_now = snapshot.as_ref().is_ok_and(|s| {
@@ -498,7 +499,10 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             .iter()
             .any(|p| p.due_at.is_due(now) && p.waiting.is_none())
     });
-    let ok = running || (mode == crate::options::DaemonMode::OnDemand && !due_now);
+    // Uninstalled: no daemon is what was asked for, and the way back is install.
+    let uninstalled =
+        mode == crate::options::DaemonMode::None && daemon_cfg.before_uninstall.is_some();
+    let ok = running || (mode == crate::options::DaemonMode::OnDemand && !due_now) || uninstalled;
     checks.push(Check {
         name: "daemon",
         ok,
@@ -509,6 +513,10 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             }
             (false, crate::options::DaemonMode::OnDemand) => {
                 "on demand, but follow-ups are due and no daemon runs".into()
+            }
+            (false, _) if uninstalled => {
+                "none runs: uninstalled (`hooks-app install` puts the hooks and the daemon back)"
+                    .into()
             }
             (false, _) => format!("no hooks-app serve is running on this data dir ({mode_name})"),
         },

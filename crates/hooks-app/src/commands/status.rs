@@ -55,7 +55,8 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
     let waiting = snap.pending.iter().filter(|p| p.waiting.is_some()).count();
     let unfinished = all_runs.iter().filter(|r| r.finished_at.is_none()).count();
     let running = daemon_running(&ctx.data_dir);
-    let mode = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    let daemon_cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
+    let mode = daemon_cfg.mode;
     let daemons = crate::daemon::ondemand::running(&ctx.data_dir);
     let (budget, paused) = {
         let (svc, _) = crate::compose::service(ctx)?;
@@ -130,6 +131,10 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
             (true, true) => "running".into(),
             (false, _) if mode == crate::options::DaemonMode::OnDemand =>
                 "not running; claude-hook starts one when it queues something".into(),
+            // Uninstalled: nothing should run, and the way back is install.
+            (false, _) if daemon_cfg.before_uninstall.is_some() =>
+                "not running; uninstalled (`hooks-app install` puts the hooks and the daemon back)"
+                    .into(),
             (false, _) => "not running (start it with `hooks-app serve`)".into(),
         },
         crate::daemon::ondemand::mode_name(mode)
