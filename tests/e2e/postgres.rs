@@ -272,21 +272,57 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
         .or_else(hooks_testkit::pg::bin_dir)
         .expect("PostgreSQL's programs")
         .join("psql");
-    let o = std::process::Command::new(psql)
-        .args([url.as_str(), "-q", "-v", "ON_ERROR_STOP=1", "-c"])
-        .arg(
-            "DROP TABLE pause; ALTER TABLE hooks DROP COLUMN max_lateness_s; \
-             ALTER TABLE hooks DROP COLUMN errors; ALTER TABLE pending DROP COLUMN error; \
-             ALTER TABLE runs DROP COLUMN delivered; ALTER TABLE hooks DROP COLUMN deliver; \
-             ALTER TABLE hooks DROP COLUMN agent; \
-             DELETE FROM hooks WHERE id = 'continue-after-limit'; \
-             DELETE FROM hooks_app_schema WHERE version >= 2;",
-        )
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let sql = |q: &str| {
+        let o = std::process::Command::new(&psql)
+            .args([
+                url.as_str(),
+                "-q",
+                "-A",
+                "-t",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+            ])
+            .arg(q)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    sql(
+        "DROP TABLE pause; ALTER TABLE hooks DROP COLUMN max_lateness_s; \
+         ALTER TABLE hooks DROP COLUMN errors; ALTER TABLE pending DROP COLUMN error; \
+         ALTER TABLE runs DROP COLUMN delivered; ALTER TABLE hooks DROP COLUMN deliver; \
+         ALTER TABLE hooks DROP COLUMN agent; ALTER TABLE pending DROP COLUMN waiting_kind; \
+         ALTER TABLE pending DROP COLUMN attempts; ALTER TABLE pending DROP COLUMN not_taken; \
+         DELETE FROM hooks WHERE id = 'continue-after-limit'; \
+         DELETE FROM hooks_app_schema WHERE version >= 2;",
+    );
+    // Entries as that version kept them: a limit's attempts in `retries`, waits as words.
+    sql(
+        "INSERT INTO pending (hook_id, session_id, host, due_at, retries, waiting_reason, \
+         waiting_since, waiting_open) VALUES \
+         ('post-task', 'limited', 'h', now(), 2, \
+          'rate limited: overloaded, tries again at 2026-12-01T00:00:40+0000 (attempt 3 of 5)', now(), false), \
+         ('post-task', 'untaken', 'h', now(), 0, \
+          'not taken by the open conversation (no inbox); resumed once it is closed', now(), true), \
+         ('post-task', 'looked', 'h', now(), 3, \
+          'transcript not found yet: tries again at 2026-12-01T00:00:40+0000 (retry 3 of 10)', now(), false);",
+    );
     let out = app.ok(&["store", "migrate"]);
-    assert!(out.contains("applied migrations 2, 3, 4, 5, 6, 7"), "{out}");
+    assert!(
+        out.contains("applied migrations 2, 3, 4, 5, 6, 7, 8"),
+        "{out}"
+    );
+    assert_eq!(
+        sql(
+            "SELECT session_id, waiting_kind, retries, attempts, not_taken FROM pending \
+             ORDER BY session_id"
+        ),
+        "limited|limit|0|2|0\nlooked|not-ready|3|0|0\nuntaken|not-taken|0|0|1\n",
+        "each wait gets its kind, and a limit's attempts their own count"
+    );
+    sql("DELETE FROM pending;");
     // It gets the second seed, off.
     assert_eq!(app.hook("continue-after-limit")["enabled"], false);
     assert_eq!(

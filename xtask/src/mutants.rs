@@ -60,6 +60,7 @@ const MODEL: &str = "crates/hooks-core/src/model.rs";
 const MEMORY: &str = "crates/hooks-core/src/testing.rs";
 const JSON: &str = "crates/hooks-store-json/src/lib.rs";
 const JSON_DTO: &str = "crates/hooks-store-json/src/dto.rs";
+const PORTS: &str = "crates/hooks-core/src/ports.rs";
 
 const MUTANTS: &[Mutant] = &[
     Mutant {
@@ -101,8 +102,8 @@ const MUTANTS: &[Mutant] = &[
         what: "a rate-limit wait woken by another run's end",
         suite: Suite::InMemory,
         file: QUEUE,
-        from: "w.open || (!open_only && !w.reason.starts_with(crate::failure::LIMIT_WAIT))",
-        to: "w.open || !open_only",
+        from: "w.waits_for_close() || (!open_only && w.kind != WaitKind::Limit)",
+        to: "w.waits_for_close() || !open_only",
     },
     Mutant {
         what: "a wake that puts an entry off",
@@ -271,6 +272,48 @@ const MUTANTS: &[Mutant] = &[
         file: JSON_DTO,
         from: "Some(v) => MaxLateness::from_seconds(whole(\"maxLatenessSeconds\", v)?)?,",
         to: "Some(_) => MaxLateness::NONE,",
+    },
+    Mutant {
+        what: "a limit's attempts not kept by requeue",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: "p.attempts = to.attempts;",
+        to: "p.attempts = p.attempts.max(0);",
+    },
+    Mutant {
+        what: "untaken deliveries not kept by requeue",
+        suite: Suite::InMemory,
+        file: QUEUE,
+        from: "p.not_taken = to.not_taken;",
+        to: "p.not_taken = p.not_taken.min(0);",
+    },
+    Mutant {
+        what: "a summary that never sees the queue",
+        suite: Suite::InMemory,
+        file: PORTS,
+        from: "Ok(QueueSummary::of(&self.snapshot().await?.pending, now))",
+        to: "Ok(QueueSummary::of(&self.snapshot().await?.pending[..0], now))",
+    },
+    Mutant {
+        what: "a wait's kind not read back (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "                kind: w.kind(),",
+        to: "                kind: WaitKind::NotReady,",
+    },
+    Mutant {
+        what: "an entry's failure kind not read back (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "error: self.error.as_deref().map(FailureKind::from_claude),",
+        to: "error: None,",
+    },
+    Mutant {
+        what: "an entry's time queued not read back (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "queued_at: self.queued_at.as_deref().and_then(stamp::parse),\n            retries,",
+        to: "queued_at: None,\n            retries,",
     },
 ];
 

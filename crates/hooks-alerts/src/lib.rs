@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use hooks_core::service::{FireAction, FireReport};
-use hooks_core::{Status, cost};
+use hooks_core::{Status, WaitKind};
 use serde_json::{Value, json};
 
 /// The file the alert settings live in.
@@ -110,7 +110,7 @@ pub fn kind_of(r: &FireReport) -> Option<(&'static str, String)> {
         FireAction::Recovered(s @ Status::Error(_)) => Some(("failure", s.to_string())),
         FireAction::Finished(s @ Status::Error(_)) => Some(("failure", s.to_string())),
         FireAction::Finished(s @ Status::Skipped(_)) => Some(("skip", s.to_string())),
-        FireAction::Waiting { waiting, .. } if waiting.reason.starts_with(cost::BUDGET_WAIT) => {
+        FireAction::Waiting { waiting, .. } if waiting.kind == WaitKind::Budget => {
             Some(("budget", format!("waiting: {}", waiting.reason)))
         }
         FireAction::Limited { waiting, .. } => {

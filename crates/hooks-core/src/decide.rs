@@ -8,10 +8,8 @@ use std::fmt;
 use time::Duration;
 
 use crate::cost::{self, BudgetView, CostView, WhenReached};
-use crate::live::{RunLease, Waiting};
-use crate::model::{
-    Hook, HookRules, Origin, PAUSE_WAIT, Pause, PendingEntry, SessionFacts, Status,
-};
+use crate::live::{RunLease, WaitKind, Waiting};
+use crate::model::{Hook, HookRules, Origin, Pause, PendingEntry, SessionFacts, Status};
 use crate::stamp::{self, Timestamp};
 
 /// The knobs of the fire decision.
@@ -161,18 +159,18 @@ pub fn ceil_to_second(t: Timestamp) -> Timestamp {
     }
 }
 
-/// How a wait for an open conversation's turn to end starts.
+/// How the words of a wait for an open conversation's turn to end start.
 pub const OPEN_BUSY_WAIT: &str = "waits for the turn to end";
 /// How soon an entry waiting for an open conversation's turn to end looks again.
 pub const OPEN_BUSY_LOOK: Duration = Duration::seconds(1);
-/// How the reason of an entry whose delivery never reached the open conversation's inbox
-/// starts: it is not delivered again, and is resumed after the close.
+/// How the words of an entry whose delivery never reached the open conversation's inbox
+/// start: it is not delivered again, and is resumed after the close.
 pub const NOT_TAKEN: &str = "not taken by the open conversation";
 
 /// Why a failure's follow-up is skipped when the conversation went on without it.
 pub const WENT_ON: &str = "the conversation went on after the failure";
 
-/// How the reason of an entry waiting for its transcript to go quiet starts.
+/// How the words of an entry waiting for its transcript to go quiet start.
 pub const QUIET_WAIT: &str = "conversation still being written to";
 
 /// Why a due entry was put back in the queue.
@@ -311,11 +309,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     if let Some(reason) = running {
         return FireDecision::Wait {
             due_at: now + i.policy.retry_delay,
-            waiting: Waiting {
-                reason,
-                since: now,
-                open: false,
-            },
+            waiting: Waiting::new(WaitKind::Running, reason, now),
         };
     }
     if let Some(at) = i.facts.state.stamps.get(&hook.id) {
@@ -361,24 +355,21 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     {
         return FireDecision::Wait {
             due_at: now + OPEN_BUSY_LOOK,
-            waiting: Waiting {
-                reason: format!(
+            waiting: Waiting::new(
+                WaitKind::Turn,
+                format!(
                     "{OPEN_BUSY_WAIT}: conversation open in {}, {open}; delivered into it once idle",
                     open.agent
                 ),
-                since: match &i.entry.waiting {
-                    Some(w) if w.reason.starts_with(OPEN_BUSY_WAIT) => w.since,
-                    _ => now,
-                },
-                open: false,
-            },
+                Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Turn, now),
+            ),
         };
     }
     if let Some(open) = i.facts.open.as_ref().filter(|_| deliverable.is_none()) {
         // The wait counts from when it was first found open: an entry found late (the
         // daemon was down) still gets the whole wait.
         let since = match &i.entry.waiting {
-            Some(w) if w.open => w.since,
+            Some(w) if w.waits_for_close() => w.since,
             _ => now,
         };
         let limit = i.policy.open_wait;
@@ -403,11 +394,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         };
         return FireDecision::Wait {
             due_at: since + limit,
-            waiting: Waiting {
-                reason,
-                since,
-                open: true,
-            },
+            waiting: Waiting::new(WaitKind::Open, reason, since),
         };
     }
     // Still being written to: look again the moment it will have been quiet long enough
@@ -420,10 +407,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         .and_then(|t| t.last_change)
         .filter(|changed| now - *changed < i.policy.quiet_period)
     {
-        let since = match &i.entry.waiting {
-            Some(w) if !w.open && w.reason.starts_with(QUIET_WAIT) => w.since,
-            _ => now,
-        };
+        let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Quiet, now);
         if now - since >= i.policy.open_wait {
             return FireDecision::Finish(Status::skipped(format!(
                 "conversation still being written to after {}",
@@ -434,14 +418,14 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         let due_at = changed + i.policy.quiet_period + time::Duration::seconds(1);
         return FireDecision::Wait {
             due_at,
-            waiting: Waiting {
-                reason: format!(
+            waiting: Waiting::new(
+                WaitKind::Quiet,
+                format!(
                     "{QUIET_WAIT}: waits until it has been quiet for {}",
                     crate::live::format_span(i.policy.quiet_period)
                 ),
                 since,
-                open: false,
-            },
+            ),
         };
     }
     let not_ready = match &i.facts.transcript {
@@ -524,21 +508,18 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         if b.when_reached == WhenReached::Skip || !matches!(cost, CostView::Estimated(_)) {
             return FireDecision::Finish(Status::skipped(why));
         }
-        let since = match &i.entry.waiting {
-            Some(w) if !w.open => w.since,
-            _ => now,
-        };
+        let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Budget, now);
         return FireDecision::Wait {
             due_at: b.today.end,
-            waiting: Waiting {
-                reason: format!(
+            waiting: Waiting::new(
+                WaitKind::Budget,
+                format!(
                     "{why}; waits for the next day ({} {})",
                     stamp::format(b.today.end),
                     b.zone
                 ),
                 since,
-                open: false,
-            },
+            ),
         };
     }
     if i.facts.cwd().is_none() {
@@ -547,17 +528,10 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     // Paused: it would run now, so it waits, using up no retry, until the pause ends (or
     // an hour, to look again; unpausing wakes it at once).
     if let Some(p) = i.paused.filter(|p| p.holds(now)) {
-        let since = match &i.entry.waiting {
-            Some(w) if w.reason.starts_with(PAUSE_WAIT) => w.since,
-            _ => now,
-        };
+        let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Paused, now);
         return FireDecision::Wait {
             due_at: p.until.unwrap_or(now + Duration::hours(1)),
-            waiting: Waiting {
-                reason: p.reason(),
-                since,
-                open: false,
-            },
+            waiting: Waiting::new(WaitKind::Paused, p.reason(), since),
         };
     }
     FireDecision::Fire

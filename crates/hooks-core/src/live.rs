@@ -142,17 +142,142 @@ impl LeaseInfo {
     }
 }
 
+/// What a pending entry waits for. Code decides by this, never by the words shown to
+/// people; stores keep it by [`WaitKind::as_str`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum WaitKind {
+    /// Another follow-up is running on the session.
+    Running,
+    /// The conversation is open with no way in: it is resumed once it is closed.
+    Open,
+    /// The open conversation's turn is in progress: delivered into it once idle.
+    Turn,
+    /// The transcript is still being written to.
+    Quiet,
+    /// Not ready yet (no transcript, no model known): looked at again, using up a retry.
+    NotReady,
+    /// The day's budget is spent: it waits for the next day.
+    Budget,
+    /// Follow-ups are paused.
+    Paused,
+    /// A usage limit or an overload: it waits for the reset or the backoff. Another run
+    /// ending does not wake it.
+    Limit,
+    /// Its delivery never reached the open conversation: resumed once it is closed, never
+    /// delivered again.
+    NotTaken,
+}
+
+impl WaitKind {
+    /// Every kind, in the order above.
+    pub const ALL: [WaitKind; 9] = [
+        WaitKind::Running,
+        WaitKind::Open,
+        WaitKind::Turn,
+        WaitKind::Quiet,
+        WaitKind::NotReady,
+        WaitKind::Budget,
+        WaitKind::Paused,
+        WaitKind::Limit,
+        WaitKind::NotTaken,
+    ];
+
+    /// Its stored name: `running`, `open`, `turn`, `quiet`, `not-ready`, `budget`,
+    /// `paused`, `limit`, `not-taken`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WaitKind::Running => "running",
+            WaitKind::Open => "open",
+            WaitKind::Turn => "turn",
+            WaitKind::Quiet => "quiet",
+            WaitKind::NotReady => "not-ready",
+            WaitKind::Budget => "budget",
+            WaitKind::Paused => "paused",
+            WaitKind::Limit => "limit",
+            WaitKind::NotTaken => "not-taken",
+        }
+    }
+
+    /// The kind a stored name names.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Whether it waits for the conversation to be closed (its entry is woken by the
+    /// close, and its `due_at` is when it gives up).
+    pub fn waits_for_close(self) -> bool {
+        matches!(self, WaitKind::Open | WaitKind::NotTaken)
+    }
+
+    /// The kind of a wait stored before kinds were (`reason` and its `open` flag): the
+    /// one place a wait's words are read, to migrate old files and rows.
+    pub fn of_legacy(reason: &str, open: bool) -> Self {
+        let starts = |p: &str| reason.starts_with(p);
+        if starts(LEGACY_NOT_TAKEN) {
+            WaitKind::NotTaken
+        } else if open {
+            WaitKind::Open
+        } else if starts("rate limited") {
+            WaitKind::Limit
+        } else if starts("waits for the turn to end") {
+            WaitKind::Turn
+        } else if starts("conversation still being written to") {
+            WaitKind::Quiet
+        } else if starts("paused") {
+            WaitKind::Paused
+        } else if starts("daily budget: ") {
+            WaitKind::Budget
+        } else if starts("a follow-up is running") {
+            WaitKind::Running
+        } else {
+            WaitKind::NotReady
+        }
+    }
+}
+
+/// How the reason of an entry whose delivery went untaken began before kinds were stored.
+const LEGACY_NOT_TAKEN: &str = "not taken by the open conversation";
+
+impl fmt::Display for WaitKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why an entry is waiting, kept on the entry so `pending` and `session` can show it.
-/// Waiting never uses up retries.
+/// Waiting never uses up retries, but for [`WaitKind::NotReady`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
-    /// Shown to people: `conversation open in claude, pid 4242, interactive, idle`.
+    /// What it waits for: what code decides by.
+    pub kind: WaitKind,
+    /// Shown to people, never decided by: `conversation open in claude, pid 4242,
+    /// interactive, idle`.
     pub reason: String,
     /// When the wait began; the open-wait limit counts from here.
     pub since: Timestamp,
-    /// It waits for a Claude Code process to close the conversation (else for another
-    /// run on the session to end): once the conversation is closed, the entry is woken.
-    pub open: bool,
+}
+
+impl Waiting {
+    /// A wait of `kind` since `since`, saying `reason`.
+    pub fn new(kind: WaitKind, reason: impl Into<String>, since: Timestamp) -> Self {
+        Self {
+            kind,
+            reason: reason.into(),
+            since,
+        }
+    }
+    /// Whether it waits for the conversation to be closed ([`WaitKind::waits_for_close`]).
+    pub fn waits_for_close(&self) -> bool {
+        self.kind.waits_for_close()
+    }
+    /// Since when it has waited as `kind`: `since` when it already did, else `now`.
+    pub fn since_as(waiting: Option<&Waiting>, kind: WaitKind, now: Timestamp) -> Timestamp {
+        match waiting {
+            Some(w) if w.kind == kind => w.since,
+            _ => now,
+        }
+    }
 }
 
 /// A span as people write it, e.g. `24h`, `90m`, `45s`.

@@ -991,8 +991,10 @@ pub struct Claim {
 }
 
 /// One queued firing of a hook for a session. (hook, session) is unique in the queue.
+///
+/// A plain struct: a store builds it with every field named, so a field added later is a
+/// compile error in every store that would drop it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub struct PendingEntry {
     /// The hook to fire.
     pub hook_id: HookId,
@@ -1002,11 +1004,18 @@ pub struct PendingEntry {
     pub due_at: DueAt,
     /// When it was queued.
     pub queued_at: Option<Timestamp>,
-    /// How many times it was retried after a transient failure.
+    /// How many times it was looked at and found not ready (no transcript, no model
+    /// known); capped by [`crate::decide::Policy::max_retries`].
     pub retries: u32,
+    /// How many of its runs ended on a usage limit or an overload and put it back;
+    /// capped by [`crate::failure::MAX_ATTEMPTS`].
+    pub attempts: u32,
+    /// How many times it was handed to the open conversation and never reached it: once
+    /// is enough, it is resumed after the close and never delivered again.
+    pub not_taken: u32,
     /// The claim of the process firing it, if any.
     pub claim: Option<Claim>,
-    /// Why it waits without using up retries (an open conversation, another run).
+    /// Why it waits (an open conversation, another run, a limit), if it does.
     pub waiting: Option<Waiting>,
     /// The failure it follows up (a `conversation-failed` hook's entry).
     pub error: Option<FailureKind>,
@@ -1014,8 +1023,7 @@ pub struct PendingEntry {
 
 impl PendingEntry {
     /// An entry of `hook_id` for `session_id`, due at `due_at`: never retried, claimed or
-    /// waiting, no failure, no time queued. `#[non_exhaustive]`: a store outside this crate
-    /// starts here and sets the fields it keeps.
+    /// waiting, no failure, no time queued.
     pub fn new(hook_id: HookId, session_id: SessionId, due_at: DueAt) -> Self {
         Self {
             hook_id,
@@ -1023,6 +1031,8 @@ impl PendingEntry {
             due_at,
             queued_at: None,
             retries: 0,
+            attempts: 0,
+            not_taken: 0,
             claim: None,
             waiting: None,
             error: None,
@@ -1046,13 +1056,13 @@ impl PendingEntry {
     }
     /// Whether it waits for its conversation to be closed.
     pub fn waits_for_close(&self) -> bool {
-        self.waiting.as_ref().is_some_and(|w| w.open)
+        self.waiting.as_ref().is_some_and(Waiting::waits_for_close)
     }
     /// When it became due, as people read it: for an entry waiting for its conversation
     /// to be closed, when that wait began (its `due_at` is then when it gives up).
     pub fn became_due(&self) -> DueAt {
         match &self.waiting {
-            Some(w) if w.open => DueAt::At(w.since),
+            Some(w) if w.waits_for_close() => DueAt::At(w.since),
             _ => self.due_at.clone(),
         }
     }
@@ -1070,7 +1080,7 @@ impl PendingEntry {
     pub fn state_text(&self, now: Timestamp) -> String {
         match (&self.claim, &self.waiting) {
             (Some(c), _) if c.expires_at > now => format!("claimed by {}", c.owner),
-            (_, Some(w)) if w.open => format!(
+            (_, Some(w)) if w.waits_for_close() => format!(
                 "waits until the conversation is closed (gives up at {}): {}",
                 self.due_at, w.reason
             ),

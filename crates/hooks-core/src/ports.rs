@@ -12,7 +12,7 @@ use crate::prompt::Prompt;
 pub use crate::prompt::PromptError;
 pub use crate::queue::EnqueueRequest;
 use crate::stamp::Timestamp;
-pub use crate::store::{EnqueueResult, HookRecord, StoreError};
+pub use crate::store::{EnqueueResult, HookRecord, Requeue, StoreError};
 
 /// The hooks and the queue, read together at one moment.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -42,7 +42,7 @@ impl QueueSummary {
             next_wake: crate::queue::next_wake(pending, now),
             open_waits: pending
                 .iter()
-                .any(|p| p.waiting.as_ref().is_some_and(|w| w.open)),
+                .any(|p| p.waiting.as_ref().is_some_and(Waiting::waits_for_close)),
         }
     }
 }
@@ -102,16 +102,10 @@ pub trait HookStore: Send + Sync {
         owner: &str,
         expires_at: Timestamp,
     ) -> Result<Vec<EntryKey>, StoreError>;
-    /// Puts a claimed entry back, unclaimed, due at `due_at`, with `retries` and why it
-    /// waits (`None` clears it). Fenced by owner.
-    async fn requeue(
-        &self,
-        key: &EntryKey,
-        owner: &str,
-        due_at: Timestamp,
-        retries: u32,
-        waiting: Option<Waiting>,
-    ) -> Result<(), StoreError>;
+    /// Puts a claimed entry back, unclaimed, as `to` says: due then, its counters and why
+    /// it waits (`None` clears it), each kept as given. Fenced by owner ([`crate::queue::requeue`];
+    /// contract: `requeue_and_release`, `requeue_keeps_every_counter_and_the_wait`).
+    async fn requeue(&self, key: &EntryKey, owner: &str, to: &Requeue) -> Result<(), StoreError>;
     /// Makes the session's waiting entries due at `due_at` (never later than they were) and
     /// clears why they waited; `open_only` wakes only those waiting for the conversation to
     /// close, and a wait for a limit's reset is never woken. An entry under a claim is woken

@@ -11,7 +11,7 @@ use crate::decide::{self, EnqueueDecision, EnqueueInput};
 use crate::live::*;
 use crate::model::*;
 use crate::stamp::Timestamp;
-use crate::store::{EnqueueResult, HookRecord, StoreError};
+use crate::store::{EnqueueResult, HookRecord, Requeue, StoreError};
 
 /// An event to queue hooks for, with what is known of its session.
 ///
@@ -91,11 +91,15 @@ pub fn plan_event(
                 // A failure is queued as of when it happened, where that is known.
                 queued_at: Some(r.failure.as_ref().and_then(|f| f.at).unwrap_or(r.now)),
                 retries: 0,
+                attempts: 0,
+                not_taken: 0,
                 claim: None,
-                waiting: r.failure.as_ref().map(|f| Waiting {
-                    reason: crate::failure::wait_reason(f.kind, due_at, 1),
-                    since: r.now,
-                    open: false,
+                waiting: r.failure.as_ref().map(|f| {
+                    Waiting::new(
+                        WaitKind::Limit,
+                        crate::failure::wait_reason(f.kind, due_at, 1),
+                        r.now,
+                    )
                 }),
                 error: r.failure.as_ref().map(|f| f.kind),
             });
@@ -206,21 +210,21 @@ pub fn requeue(
     pending: &mut [PendingEntry],
     key: &EntryKey,
     owner: &str,
-    due_at: Timestamp,
-    retries: u32,
-    waiting: Option<Waiting>,
+    to: &Requeue,
 ) -> Result<(), StoreError> {
     let (_, p) = find_owned(pending, key, owner)?;
     p.claim = None;
-    p.due_at = DueAt::At(due_at);
-    p.retries = retries;
-    p.waiting = waiting;
+    p.due_at = DueAt::At(to.due_at);
+    p.retries = to.retries;
+    p.attempts = to.attempts;
+    p.not_taken = to.not_taken;
+    p.waiting = to.waiting.clone();
     Ok(())
 }
 
 /// Makes `session`'s waiting entries due at `due_at` (or earlier, if they already were),
 /// and clears why they waited; with `open_only`, only those waiting for the conversation
-/// to close. A wait for a limit to reset ([`crate::failure::LIMIT_WAIT`]) is left alone:
+/// to close. A wait for a limit to reset ([`WaitKind::Limit`]) is left alone:
 /// another run ending says nothing about the limit. Returns how many changed. An entry claimed at the moment is woken too: its
 /// claimer's requeue decides again, and a wake it overwrites is caught by the daemon's
 /// check of open conversations.
@@ -233,9 +237,9 @@ pub fn wake(
     let mut n = 0;
     for p in pending.iter_mut().filter(|p| {
         p.session_id == *session
-            && p.waiting.as_ref().is_some_and(|w| {
-                w.open || (!open_only && !w.reason.starts_with(crate::failure::LIMIT_WAIT))
-            })
+            && p.waiting
+                .as_ref()
+                .is_some_and(|w| w.waits_for_close() || (!open_only && w.kind != WaitKind::Limit))
     }) {
         p.waiting = None;
         if p.due_at.time().is_none_or(|t| t > due_at) {

@@ -241,7 +241,7 @@ struct FirePlan {
 }
 
 /// The values of a prompt's variables for a follow-up of `hook` on `entry`'s conversation.
-fn prompt_vars(
+pub(crate) fn prompt_vars(
     entry: &PendingEntry,
     hook: &Hook,
     facts: &SessionFacts,
@@ -276,7 +276,8 @@ fn prompt_vars(
                 .unwrap_or_default(),
         ),
         ("due_at", entry.became_due().to_string()),
-        ("attempt", (entry.retries + 1).to_string()),
+        // The run this is: a look that found it not ready was no run.
+        ("attempt", (entry.attempts + 1).to_string()),
     ])
 }
 
@@ -434,7 +435,7 @@ impl Service {
     pub async fn wake_closed(&self, pending: &[PendingEntry]) -> Result<usize, ServiceError> {
         let mut sessions: Vec<&SessionId> = pending
             .iter()
-            .filter(|p| p.waiting.as_ref().is_some_and(|w| w.open))
+            .filter(|p| p.waiting.as_ref().is_some_and(Waiting::waits_for_close))
             .map(|p| &p.session_id)
             .collect();
         sessions.sort();
@@ -593,10 +594,7 @@ impl Service {
             // The open TUI has no cost cap: a capped hook's follow-up is resumed after the
             // close, with the cap (`--max-budget-usd`).
             && hook.as_ref().is_some_and(|h| h.max_cost.usd().is_none())
-            && !entry
-                .waiting
-                .as_ref()
-                .is_some_and(|w| w.reason.starts_with(decide::NOT_TAKEN))
+            && entry.not_taken == 0
             // A TUI left open at a usage limit continues the conversation itself after the
             // reset: a second "carry on" would be a second turn. It waits for the close.
             && entry.error != Some(FailureKind::RateLimit);
@@ -638,18 +636,23 @@ impl Service {
                 .requeue(
                     &key,
                     owner,
-                    due_at,
-                    retries,
-                    // What `pending` and the page show of it, not only the daemon's log.
-                    Some(Waiting {
-                        reason: format!(
-                            "{why}: tries again at {} (retry {retries} of {})",
-                            crate::stamp::format(due_at),
-                            self.config.policy.max_retries
-                        ),
-                        since: now,
-                        open: false,
-                    }),
+                    &Requeue {
+                        retries,
+                        // What `pending` and the page show of it, not only the daemon's log.
+                        ..Requeue::of(
+                            entry,
+                            due_at,
+                            Some(Waiting::new(
+                                WaitKind::NotReady,
+                                format!(
+                                    "{why}: tries again at {} (retry {retries} of {})",
+                                    crate::stamp::format(due_at),
+                                    self.config.policy.max_retries
+                                ),
+                                now,
+                            )),
+                        )
+                    },
                 )
                 .await
             {
@@ -725,7 +728,7 @@ impl Service {
     ) -> Result<FireAction, ServiceError> {
         Ok(
             if self
-                .requeue_waiting(entry, due_at, entry.retries, &waiting)
+                .requeue_waiting(entry, &Requeue::of(entry, due_at, Some(waiting.clone())))
                 .await?
             {
                 FireAction::Waiting { due_at, waiting }
@@ -735,25 +738,17 @@ impl Service {
         )
     }
 
-    /// Puts a claimed entry back in the queue, due at `due_at` and waiting for `waiting`'s
-    /// reason. `false` when the claim was lost (or the entry is gone): nothing changed.
+    /// Puts a claimed entry back in the queue as `to` says. `false` when the claim was lost
+    /// (or the entry is gone): nothing changed.
     async fn requeue_waiting(
         &self,
         entry: &PendingEntry,
-        due_at: Timestamp,
-        retries: u32,
-        waiting: &Waiting,
+        to: &Requeue,
     ) -> Result<bool, ServiceError> {
         match self
             .ports
             .store
-            .requeue(
-                &entry.key(),
-                &self.config.owner,
-                due_at,
-                retries,
-                Some(waiting.clone()),
-            )
+            .requeue(&entry.key(), &self.config.owner, to)
             .await
         {
             Ok(()) => Ok(true),
@@ -1026,14 +1021,14 @@ impl Service {
                 return Ok(FireAction::LostStamp { at });
             }
             BeginRun::Busy(other) => {
-                let waiting = Waiting {
-                    reason: format!(
+                let waiting = Waiting::new(
+                    WaitKind::Running,
+                    format!(
                         "a follow-up is running on this session ({}, run by {})",
                         other.lease.hook_id, other.lease.owner
                     ),
-                    since: started_at,
-                    open: false,
-                };
+                    started_at,
+                );
                 let due = started_at + self.config.policy.retry_delay;
                 return self.wait(entry, due, waiting).await;
             }
@@ -1118,14 +1113,21 @@ impl Service {
             self.ports.meta.unstamp(session, &hook.id).await?;
             self.ports.meta.end_lease(session, &lease.run_id).await?;
             let now = self.now();
-            let waiting = Waiting {
-                reason: format!("{} ({why}); resumed once it is closed", decide::NOT_TAKEN),
-                since: now,
-                open: true,
+            let waiting = Waiting::new(
+                WaitKind::NotTaken,
+                format!("{} ({why}); resumed once it is closed", decide::NOT_TAKEN),
+                now,
+            );
+            let due_at = now + self.config.policy.open_wait;
+            let to = Requeue {
+                not_taken: entry.not_taken + 1,
+                ..Requeue::of(entry, due_at, Some(waiting.clone()))
             };
-            return self
-                .wait(entry, now + self.config.policy.open_wait, waiting)
-                .await;
+            return Ok(if self.requeue_waiting(entry, &to).await? {
+                FireAction::Waiting { due_at, waiting }
+            } else {
+                FireAction::Fenced
+            });
         }
         // A run whose agent reports tokens but no cost (a delivered turn, an agent that
         // does not price its turns) is priced from its usage at the model's price.
@@ -1140,7 +1142,8 @@ impl Service {
             .api_error_status
             .and_then(FailureKind::from_api_status)
         {
-            let attempt = entry.retries + 1;
+            // Runs only: the looks that found it not ready have their own cap.
+            let attempt = entry.attempts + 1;
             if attempt < failure::MAX_ATTEMPTS {
                 if let Some(action) = self.limited(entry, &hook, &record, kind, attempt).await? {
                     self.ports.meta.end_lease(session, &lease.run_id).await?;
@@ -1213,11 +1216,11 @@ impl Service {
             attempt + 1,
             now,
         ));
-        let waiting = Waiting {
-            reason: failure::wait_reason(kind, due_at, attempt + 1),
-            since: now,
-            open: false,
-        };
+        let waiting = Waiting::new(
+            WaitKind::Limit,
+            failure::wait_reason(kind, due_at, attempt + 1),
+            now,
+        );
         // Not a failure: the attempt says what became of it (what the CLI said is its
         // reply).
         let mut record = record.clone();
@@ -1229,9 +1232,11 @@ impl Service {
         let record = &record;
         self.ports.store.append_run(record).await?;
         self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
-        let requeued = self
-            .requeue_waiting(entry, due_at, attempt, &waiting)
-            .await?;
+        let to = Requeue {
+            attempts: attempt,
+            ..Requeue::of(entry, due_at, Some(waiting.clone()))
+        };
+        let requeued = self.requeue_waiting(entry, &to).await?;
         Ok(requeued.then(|| FireAction::Limited {
             due_at,
             waiting,
@@ -1300,7 +1305,7 @@ impl Service {
             return Err(ServiceError::Invalid(ValidationError::new("timeZone", e)));
         }
         self.ports.store.set_budget(budget).await?;
-        self.wake_waiting(cost::BUDGET_WAIT).await
+        self.wake_waiting(WaitKind::Budget).await
     }
 
     /// Queues `hook` for `session` due now (`hooks run`), through every usual check when
@@ -1328,6 +1333,8 @@ impl Service {
             due_at: DueAt::At(now),
             queued_at: Some(now),
             retries: 0,
+            attempts: 0,
+            not_taken: 0,
             claim: None,
             waiting: None,
             error: None,
@@ -1404,29 +1411,25 @@ impl Service {
         };
         self.ports.store.set_pause(Some(pause.clone())).await?;
         // What already waits on an earlier pause takes the new end.
-        self.wake_waiting(PAUSE_WAIT).await?;
+        self.wake_waiting(WaitKind::Paused).await?;
         Ok(pause)
     }
 
     /// Ends the pause and wakes what waited for it; returns how many entries woke.
     pub async fn unpause(&self) -> Result<usize, ServiceError> {
         self.ports.store.set_pause(None).await?;
-        self.wake_waiting(PAUSE_WAIT).await
+        self.wake_waiting(WaitKind::Paused).await
     }
 
-    /// Wakes the sessions of the entries whose wait reason starts with `prefix`.
-    async fn wake_waiting(&self, prefix: &str) -> Result<usize, ServiceError> {
+    /// Wakes the sessions of the entries that wait as `kind`.
+    async fn wake_waiting(&self, kind: WaitKind) -> Result<usize, ServiceError> {
         let store = &self.ports.store;
         let mut sessions: Vec<SessionId> = store
             .snapshot()
             .await?
             .pending
             .into_iter()
-            .filter(|p| {
-                p.waiting
-                    .as_ref()
-                    .is_some_and(|w| w.reason.starts_with(prefix))
-            })
+            .filter(|p| p.waiting.as_ref().is_some_and(|w| w.kind == kind))
             .map(|p| p.session_id)
             .collect();
         // A session's entries need not be next to each other in the queue.

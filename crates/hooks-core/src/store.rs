@@ -2,7 +2,8 @@
 //! errors, what happened to an entry handed to it, and what finishing an entry records.
 
 use crate::id::{HookId, ValidationError};
-use crate::model::{EntryKey, Status};
+use crate::live::Waiting;
+use crate::model::{EntryKey, PendingEntry, Status};
 use crate::stamp::Timestamp;
 
 /// Errors of a [`HookStore`](crate::ports::HookStore).
@@ -47,4 +48,33 @@ pub struct HookRecord {
     pub status: Status,
     /// When the follow-up started, for a run that happened: it goes into the history.
     pub fired_at: Option<Timestamp>,
+}
+
+/// How a claimed entry goes back to the queue ([`HookStore::requeue`](crate::ports::HookStore::requeue)): what a store
+/// writes over the entry's own fields.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Requeue {
+    /// When it is due again.
+    pub due_at: Timestamp,
+    /// Its not-ready looks so far ([`PendingEntry::retries`]).
+    pub retries: u32,
+    /// Its runs ended on a limit so far ([`PendingEntry::attempts`]).
+    pub attempts: u32,
+    /// Its deliveries never taken so far ([`PendingEntry::not_taken`]).
+    pub not_taken: u32,
+    /// Why it waits; `None` clears it.
+    pub waiting: Option<Waiting>,
+}
+
+impl Requeue {
+    /// `entry` due again at `due_at`, its counters as they are, waiting for `waiting`.
+    pub fn of(entry: &PendingEntry, due_at: Timestamp, waiting: Option<Waiting>) -> Self {
+        Self {
+            due_at,
+            retries: entry.retries,
+            attempts: entry.attempts,
+            not_taken: entry.not_taken,
+            waiting,
+        }
+    }
 }

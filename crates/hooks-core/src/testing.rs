@@ -162,22 +162,8 @@ impl HookStore for InMemoryStore {
     ) -> Result<Vec<EntryKey>, StoreError> {
         Ok(queue::renew(&mut lock(&self.0).pending, keys, owner, until))
     }
-    async fn requeue(
-        &self,
-        key: &EntryKey,
-        owner: &str,
-        due: Timestamp,
-        retries: u32,
-        waiting: Option<Waiting>,
-    ) -> Result<(), StoreError> {
-        queue::requeue(
-            &mut lock(&self.0).pending,
-            key,
-            owner,
-            due,
-            retries,
-            waiting,
-        )
+    async fn requeue(&self, key: &EntryKey, owner: &str, to: &Requeue) -> Result<(), StoreError> {
+        queue::requeue(&mut lock(&self.0).pending, key, owner, to)
     }
     async fn wake(
         &self,

@@ -352,6 +352,8 @@ fn pending(retries: u32) -> PendingEntry {
         due_at: DueAt::At(t0()),
         queued_at: Some(t0()),
         retries,
+        attempts: 0,
+        not_taken: 0,
         claim: None,
         waiting: None,
     }
@@ -640,12 +642,11 @@ fn fire_decision_table() {
     // Changed 2 s ago: looked at again once quiet for 5 s, with no retry used.
     let quiet_wait = || FireDecision::Wait {
         due_at: now + Duration::seconds(4),
-        waiting: Waiting {
-            reason: "conversation still being written to: waits until it has been quiet for 5s"
-                .into(),
-            since: now,
-            open: false,
-        },
+        waiting: Waiting::new(
+            WaitKind::Quiet,
+            "conversation still being written to: waits until it has been quiet for 5s",
+            now,
+        ),
     };
     type Row<'a> = (
         &'a str,
@@ -713,11 +714,11 @@ fn fire_decision_table() {
             None,
             FireDecision::Wait {
                 due_at: now + Duration::seconds(60),
-                waiting: Waiting {
-                    reason: "a follow-up is running on this session".into(),
-                    since: now,
-                    open: false,
-                },
+                waiting: Waiting::new(
+                    WaitKind::Running,
+                    "a follow-up is running on this session",
+                    now,
+                ),
             },
         ),
         (
@@ -1430,11 +1431,11 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
     };
     let mut entry = pending(9);
     let first = decide(&entry, t0());
-    let waiting = Waiting {
-        reason: "conversation open in claude, pid 4242, interactive, idle".into(),
-        since: t0(),
-        open: true,
-    };
+    let waiting = Waiting::new(
+        WaitKind::Open,
+        "conversation open in claude, pid 4242, interactive, idle",
+        t0(),
+    );
     assert_eq!(
         first,
         FireDecision::Wait {
@@ -1458,7 +1459,7 @@ fn the_fire_decision_waits_for_an_open_conversation_without_using_retries() {
     );
     // A wait for another run does not count toward the open-wait limit.
     entry.waiting = Some(Waiting {
-        open: false,
+        kind: WaitKind::Running,
         ..waiting
     });
     assert!(matches!(
@@ -1516,7 +1517,7 @@ fn the_fire_decision_accounts_for_a_dead_lease_first_and_waits_for_a_live_one() 
     match decide(Some(&base), &with(Holder::Unknown, true)) {
         FireDecision::Wait { waiting, due_at } => {
             assert_eq!(due_at, t0() + Duration::seconds(60));
-            assert!(!waiting.open);
+            assert!(!waiting.waits_for_close());
             assert_eq!(
                 waiting.reason,
                 "a follow-up is running on this session (post-task, run by other)"
@@ -1588,7 +1589,7 @@ async fn an_open_conversation_waits_and_a_close_wakes_it() {
     w.clock.advance(Duration::seconds(10));
     let r = fire_all(&w).await;
     assert!(
-        matches!(&r[0].action, FireAction::Waiting { waiting, .. } if waiting.open),
+        matches!(&r[0].action, FireAction::Waiting { waiting, .. } if waiting.waits_for_close()),
         "{r:?}"
     );
     assert_eq!(w.runner.count(), 0, "an open conversation is never resumed");
@@ -2233,14 +2234,14 @@ mod costs {
                     crate::stamp::format(end)
                 ),
                 since,
-                open: false,
+                kind: WaitKind::Budget,
             },
         };
         let mut waited = pending(0);
         waited.waiting = Some(Waiting {
             reason: "daily budget: …".into(),
             since: t0() - Duration::hours(2),
-            open: false,
+            kind: WaitKind::Budget,
         });
         let no_price = CostView::NoPrice {
             model: "gpt-5".into(),
@@ -2968,6 +2969,61 @@ async fn an_overload_backs_off_doubling_and_gives_up_after_five_attempts() {
     );
 }
 
+#[tokio::test]
+async fn looks_that_found_no_transcript_use_up_none_of_a_limits_attempts() {
+    let w = limit_world().await;
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    // No transcript on four looks: four not-ready retries.
+    w.clock.advance(Duration::seconds(10));
+    for look in 1..=4 {
+        let fired = fire_all(&w).await;
+        let FireAction::Retried {
+            due_at, retries, ..
+        } = &fired[0].action
+        else {
+            panic!("{fired:?}");
+        };
+        assert_eq!(*retries, look);
+        w.clock.set(*due_at);
+    }
+    // Then the transcript is there, and the first run meets an overload.
+    w.meta.set_transcript(&s, transcript(100, Some(1), false));
+    w.runner
+        .set_outcome(Ok(limited(529, "API Error: 529 Overloaded")));
+    let fired = fire_all(&w).await;
+    let FireAction::Limited { waiting, .. } = &fired[0].action else {
+        panic!("one real attempt is not five: {fired:?}");
+    };
+    assert_eq!(waiting.kind, WaitKind::Limit);
+    assert!(waiting.reason.contains("attempt 2 of 5"), "{waiting:?}");
+    let entry = &w.store.snapshot().await.unwrap().pending[0];
+    assert_eq!((entry.retries, entry.attempts), (4, 1), "{entry:?}");
+    assert_eq!(w.runner.count(), 1);
+}
+
+#[tokio::test]
+async fn the_attempt_variable_counts_runs_not_looks() {
+    let w = world();
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.clock.advance(Duration::seconds(10));
+    let fired = fire_all(&w).await;
+    let FireAction::Retried { due_at, .. } = &fired[0].action else {
+        panic!("{fired:?}");
+    };
+    w.clock.set(*due_at);
+    w.meta.set_transcript(&s, transcript(100, Some(1), false));
+    let entry = w.store.snapshot().await.unwrap().pending[0].clone();
+    assert_eq!(entry.retries, 1);
+    let vars = crate::service::prompt_vars(&entry, &hook(), &SessionFacts::default(), "/w");
+    assert_eq!(
+        vars.get("attempt").map(String::as_str),
+        Some("1"),
+        "{vars:?}"
+    );
+}
+
 #[test]
 fn a_long_reply_keeps_its_head_and_tail_on_character_boundaries() {
     let short = "done\nCOMPLETED";
@@ -3115,7 +3171,7 @@ async fn a_follow_up_is_delivered_into_an_open_idle_conversation_and_waits_out_a
         let e = svc.claim(1).await.unwrap().remove(0);
         let r = svc.fire(&e).await.unwrap();
         assert!(
-            matches!(&r.action, FireAction::Waiting { waiting, .. } if waiting.open),
+            matches!(&r.action, FireAction::Waiting { waiting, .. } if waiting.waits_for_close()),
             "{deliver_open} {runner_can} {hook_closed}: {r:?}"
         );
         assert_eq!(runner.count(), 0);
@@ -3146,7 +3202,7 @@ async fn a_capped_hooks_follow_up_is_not_delivered_into_the_open_tui() {
     w.clock.advance(Duration::seconds(10));
     let fired = fire_all(&w).await;
     assert!(
-        matches!(&fired[0].action, FireAction::Waiting { waiting, .. } if waiting.open),
+        matches!(&fired[0].action, FireAction::Waiting { waiting, .. } if waiting.waits_for_close()),
         "{fired:?}"
     );
     assert_eq!(w.runner.count(), 0, "nothing delivered");
@@ -3181,7 +3237,7 @@ async fn a_delivery_that_never_reached_the_inbox_waits_for_the_close_and_is_resu
         panic!("{fired:?}");
     };
     assert!(
-        waiting.reason.starts_with(crate::decide::NOT_TAKEN) && waiting.open,
+        waiting.kind == WaitKind::NotTaken && waiting.reason.starts_with(crate::decide::NOT_TAKEN),
         "{waiting:?}"
     );
     assert!(w.meta.stamps(&s).is_empty(), "no run: the stamp gives way");
@@ -3278,7 +3334,8 @@ async fn a_limits_continuation_is_never_delivered_into_an_open_tui() {
         panic!("{fired:?}");
     };
     assert!(
-        waiting.open && waiting.reason.contains("Claude Code continues it itself"),
+        waiting.kind == WaitKind::Open
+            && waiting.reason.contains("Claude Code continues it itself"),
         "{waiting:?}"
     );
     assert_eq!(w.runner.count(), 0);

@@ -542,7 +542,9 @@ fn queue_row(p: &PendingEntry, now: stamp::Timestamp, agent: Option<&str>) -> Ma
         (Some(c), _) if c.expires_at > now => {
             format!("running or starting: claimed by {}", c.owner)
         }
-        (_, Some(w)) if w.open => format!("waits until the conversation is closed: {}", w.reason),
+        (_, Some(w)) if w.waits_for_close() => {
+            format!("waits until the conversation is closed: {}", w.reason)
+        }
         (_, Some(w)) => format!("waits: {}", w.reason),
         _ if p.due_at.is_due(now) => "due".into(),
         _ => "waits for its delay".into(),

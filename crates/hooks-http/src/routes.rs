@@ -470,11 +470,11 @@ mod openapi_tests {
                 owner: "me".into(),
                 expires_at: t("2026-12-01T02:00:00+0000"),
             });
-            o.waiting = Some(Waiting {
-                reason: "conversation open in claude".into(),
-                since: t("2026-12-01T00:30:00+0000"),
-                open: true,
-            });
+            o.waiting = Some(Waiting::new(
+                WaitKind::Open,
+                "conversation open in claude",
+                t("2026-12-01T00:30:00+0000"),
+            ));
             o.error = Some(FailureKind::RateLimit);
             o
         };

@@ -93,6 +93,13 @@ pub fn pending(e: &PendingEntry) -> Value {
         v.insert("queuedAt".into(), json!(stamp::format(q)));
     }
     v.insert("retries".into(), json!(e.retries));
+    // Counted apart from the not-ready looks, and shown where there are some.
+    if e.attempts > 0 {
+        v.insert("attempts".into(), json!(e.attempts));
+    }
+    if e.not_taken > 0 {
+        v.insert("notTaken".into(), json!(e.not_taken));
+    }
     if let Some(c) = &e.claim {
         v.insert("claimedBy".into(), json!(c.owner));
         v.insert("claimExpiresAt".into(), json!(stamp::format(c.expires_at)));
@@ -100,7 +107,12 @@ pub fn pending(e: &PendingEntry) -> Value {
     if let Some(w) = &e.waiting {
         v.insert(
             "waiting".into(),
-            json!({"reason": w.reason, "since": stamp::format(w.since), "open": w.open}),
+            json!({
+                "reason": w.reason,
+                "since": stamp::format(w.since),
+                "open": w.waits_for_close(),
+                "kind": w.kind.as_str(),
+            }),
         );
     }
     if let Some(t) = e.gives_up_at() {
@@ -305,11 +317,11 @@ mod tests {
                 owner: "vm:42:abc".into(),
                 expires_at: t("2026-12-01T00:01:40+0000"),
             });
-            o.waiting = Some(Waiting {
-                reason: "conversation open in claude, pid 7, interactive, idle".into(),
-                since: t("2026-12-01T00:00:20+0000"),
-                open: true,
-            });
+            o.waiting = Some(Waiting::new(
+                WaitKind::Open,
+                "conversation open in claude, pid 7, interactive, idle",
+                t("2026-12-01T00:00:20+0000"),
+            ));
             // Waiting for the conversation to close, it is kept until it gives up.
             o.due_at = DueAt::At(t("2026-12-02T00:00:20+0000"));
             o
@@ -322,7 +334,7 @@ mod tests {
         };
         let want = [
             r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:10+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2}"#,
-            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:20+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2,"claimedBy":"vm:42:abc","claimExpiresAt":"2026-12-01T00:01:40+0000","waiting":{"reason":"conversation open in claude, pid 7, interactive, idle","since":"2026-12-01T00:00:20+0000","open":true},"givesUpAt":"2026-12-02T00:00:20+0000"}"#,
+            r#"{"hookId":"post-task","sessionId":"s1","dueAt":"2026-12-01T00:00:20+0000","queuedAt":"2026-12-01T00:00:00+0000","retries":2,"claimedBy":"vm:42:abc","claimExpiresAt":"2026-12-01T00:01:40+0000","waiting":{"reason":"conversation open in claude, pid 7, interactive, idle","since":"2026-12-01T00:00:20+0000","open":true,"kind":"open"},"givesUpAt":"2026-12-02T00:00:20+0000"}"#,
             r#"{"hookId":"post-task","sessionId":"s1","dueAt":"soon","retries":2}"#,
         ];
         for (e, want) in [base, claimed, legacy].iter().zip(want) {

@@ -463,6 +463,12 @@ pub struct PendingDto {
     pub queued_at: Option<String>,
     #[serde(default)]
     pub retries: Option<Value>,
+    /// Its runs that ended on a limit; absent in files from before it was kept apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Value>,
+    /// Its deliveries into the open conversation never taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_taken: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -480,26 +486,50 @@ pub struct PendingDto {
 }
 
 /// The fields of a pending entry this project knows.
-pub const PENDING_FIELDS: [&str; 9] = [
+pub const PENDING_FIELDS: [&str; 11] = [
     "hookId",
     "sessionId",
     "dueAt",
     "queuedAt",
     "retries",
+    "attempts",
+    "notTaken",
     "claimedBy",
     "claimExpiresAt",
     "waiting",
     "error",
 ];
 
-/// Why a pending entry waits: `{"reason", "since", "open"}`.
+/// Why a pending entry waits: `{"kind", "reason", "since", "open"}`. `kind` is what is
+/// decided by; files from before it have none, and their wait's kind is read from its
+/// words once ([`WaitKind::of_legacy`]). `open` is still written, for older versions.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitingDto {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     pub reason: String,
     pub since: String,
     #[serde(default)]
     pub open: bool,
+}
+
+impl WaitingDto {
+    /// Its kind: as stored, or read from an older file's words. A kind this version does
+    /// not know waits as not ready (looked at again, the next fire decides afresh).
+    fn kind(&self) -> WaitKind {
+        match &self.kind {
+            Some(k) => WaitKind::parse(k).unwrap_or(WaitKind::NotReady),
+            None => WaitKind::of_legacy(&self.reason, self.open),
+        }
+    }
+}
+
+fn count(field: &'static str, v: &Option<Value>) -> Result<u32, ValidationError> {
+    Ok(match v {
+        Some(v) => u32::try_from(whole(field, v)?.max(0)).unwrap_or(u32::MAX),
+        None => 0,
+    })
 }
 
 impl PendingDto {
@@ -509,9 +539,25 @@ impl PendingDto {
             Some(other) => DueAt::Unparseable(other.to_string()),
             None => DueAt::Unparseable(String::new()),
         };
-        let retries = match &self.retries {
-            Some(v) => u32::try_from(whole("retries", v)?.max(0)).unwrap_or(u32::MAX),
-            None => 0,
+        let mut retries = count("retries", &self.retries)?;
+        let mut attempts = count("attempts", &self.attempts)?;
+        let not_taken = count("notTaken", &self.not_taken)?;
+        // A wait that cannot be read is dropped: the next fire decides afresh.
+        let waiting = self.waiting.as_ref().and_then(|w| {
+            Some(Waiting {
+                kind: w.kind(),
+                reason: w.reason.clone(),
+                since: stamp::parse(&w.since)?,
+            })
+        });
+        // Before attempts were kept apart, an entry a limit put back counted them in
+        // `retries`.
+        if self.attempts.is_none() && waiting.as_ref().is_some_and(|w| w.kind == WaitKind::Limit) {
+            (attempts, retries) = (retries, 0);
+        }
+        let not_taken = match (&self.not_taken, &waiting) {
+            (None, Some(w)) if w.kind == WaitKind::NotTaken => 1,
+            _ => not_taken,
         };
         let claim = match (
             &self.claimed_by,
@@ -523,26 +569,18 @@ impl PendingDto {
             }),
             _ => None,
         };
-        Ok({
-            let mut o = PendingEntry::new(
-                HookId::parse(&self.hook_id)?,
-                SessionId::parse(&self.session_id)?,
-                due_at,
-            );
+        Ok(PendingEntry {
+            hook_id: HookId::parse(&self.hook_id)?,
+            session_id: SessionId::parse(&self.session_id)?,
+            due_at,
+            queued_at: self.queued_at.as_deref().and_then(stamp::parse),
+            retries,
+            attempts,
+            not_taken,
+            claim,
+            waiting,
             // A name this version does not know still follows a failure up.
-            o.error = self.error.as_deref().map(FailureKind::from_claude);
-            o.queued_at = self.queued_at.as_deref().and_then(stamp::parse);
-            o.retries = retries;
-            o.claim = claim;
-            // A wait that cannot be read is dropped: the next fire decides afresh.
-            o.waiting = self.waiting.as_ref().and_then(|w| {
-                Some(Waiting {
-                    reason: w.reason.clone(),
-                    since: stamp::parse(&w.since)?,
-                    open: w.open,
-                })
-            });
-            o
+            error: self.error.as_deref().map(FailureKind::from_claude),
         })
     }
 
@@ -553,12 +591,20 @@ impl PendingDto {
             due_at: Some(Value::from(e.due_at.to_string())),
             queued_at: e.queued_at.map(stamp::format),
             retries: Some(Value::from(e.retries)),
+            // Kept with a limit's wait even at 0: its absence there marks an older file.
+            attempts: (e.attempts > 0
+                || e.waiting
+                    .as_ref()
+                    .is_some_and(|w| w.kind == WaitKind::Limit))
+            .then(|| Value::from(e.attempts)),
+            not_taken: (e.not_taken > 0).then(|| Value::from(e.not_taken)),
             claimed_by: e.claim.as_ref().map(|c| c.owner.clone()),
             claim_expires_at: e.claim.as_ref().map(|c| stamp::format(c.expires_at)),
             waiting: e.waiting.as_ref().map(|w| WaitingDto {
+                kind: Some(w.kind.as_str().to_owned()),
                 reason: w.reason.clone(),
                 since: stamp::format(w.since),
-                open: w.open,
+                open: w.waits_for_close(),
             }),
             error: e.error.map(|k| k.as_str().to_owned()),
             extra,

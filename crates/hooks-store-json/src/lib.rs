@@ -663,17 +663,8 @@ impl HookStore for JsonStore {
         })
     }
 
-    async fn requeue(
-        &self,
-        key: &EntryKey,
-        owner: &str,
-        due: Timestamp,
-        retries: u32,
-        waiting: Option<Waiting>,
-    ) -> Result<(), StoreError> {
-        self.change(|s| {
-            queue::requeue(&mut s.pending, key, owner, due, retries, waiting).map(|()| ((), true))
-        })
+    async fn requeue(&self, key: &EntryKey, owner: &str, to: &Requeue) -> Result<(), StoreError> {
+        self.change(|s| queue::requeue(&mut s.pending, key, owner, to).map(|()| ((), true)))
     }
 
     async fn wake(
@@ -684,7 +675,10 @@ impl HookStore for JsonStore {
     ) -> Result<usize, StoreError> {
         // Most calls find nothing waiting: look without the lock first, write nothing then.
         let waits = |p: &PendingEntry| {
-            p.session_id == *session && p.waiting.as_ref().is_some_and(|w| w.open || !open_only)
+            p.session_id == *session
+                && p.waiting
+                    .as_ref()
+                    .is_some_and(|w| w.waits_for_close() || !open_only)
         };
         if !self.read_state()?.pending.iter().any(waits) {
             return Ok(0);

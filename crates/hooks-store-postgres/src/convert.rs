@@ -146,26 +146,39 @@ pub fn pending_from_row(r: &Row) -> Result<PendingEntry, StoreError> {
     };
     let waiting = match (r.get::<_, Option<String>>(7), r.get(8)) {
         (Some(reason), Some(since)) => Some(Waiting {
+            // Migration 8 gave every wait a kind; one this version does not know waits as
+            // not ready, so the next fire decides afresh.
+            kind: match r.get::<_, Option<&str>>(11) {
+                Some(k) => WaitKind::parse(k).unwrap_or(WaitKind::NotReady),
+                None => WaitKind::of_legacy(&reason, r.get::<_, Option<bool>>(9).unwrap_or(false)),
+            },
             reason,
             since,
-            open: r.get::<_, Option<bool>>(9).unwrap_or(false),
         }),
         _ => None,
     };
-    Ok({
-        let mut o = PendingEntry::new(key.hook_id, key.session_id, DueAt::At(r.get(2)));
-        o.error = r.get::<_, Option<&str>>(10).map(FailureKind::from_claude);
-        o.queued_at = r.get(3);
-        o.retries = r.get::<_, i32>(4).max(0) as u32;
-        o.claim = claim;
-        o.waiting = waiting;
-        o
+    let count = |i: usize| r.get::<_, i32>(i).max(0) as u32;
+    Ok(PendingEntry {
+        hook_id: key.hook_id,
+        session_id: key.session_id,
+        due_at: DueAt::At(r.get(2)),
+        queued_at: r.get(3),
+        retries: count(4),
+        attempts: count(12),
+        not_taken: count(13),
+        claim,
+        waiting,
+        error: r.get::<_, Option<&str>>(10).map(FailureKind::from_claude),
     })
 }
 
-/// Owned parameters of an insert into `pending`:
-/// `(hook_id, session_id, host, due_at, queued_at, retries, waiting_reason, waiting_since,
-/// waiting_open, error)`. A claim is never copied: it belongs to a process of the store it came from.
+/// A count as a column keeps it.
+pub fn count_param(n: u32) -> i32 {
+    n.min(i32::MAX as u32) as i32
+}
+
+/// Owned parameters of an insert into `pending`, in the order of [`PENDING_INSERT`]. A
+/// claim is never copied: it belongs to a process of the store it came from.
 pub struct PendingParams {
     hook: String,
     session: String,
@@ -177,10 +190,17 @@ pub struct PendingParams {
     since: Option<OffsetDateTime>,
     open: Option<bool>,
     error: Option<&'static str>,
+    kind: Option<&'static str>,
+    attempts: i32,
+    not_taken: i32,
 }
 
+/// The columns an insert into `pending` writes, in the order of [`PendingParams::as_refs`].
+pub const PENDING_INSERT: &str = "hook_id, session_id, host, due_at, queued_at, retries, \
+     waiting_reason, waiting_since, waiting_open, error, waiting_kind, attempts, not_taken";
+
 impl PendingParams {
-    pub fn as_refs(&self) -> [&(dyn ToSql + Sync); 10] {
+    pub fn as_refs(&self) -> [&(dyn ToSql + Sync); 13] {
         [
             &self.hook,
             &self.session,
@@ -192,6 +212,9 @@ impl PendingParams {
             &self.since,
             &self.open,
             &self.error,
+            &self.kind,
+            &self.attempts,
+            &self.not_taken,
         ]
     }
 }
@@ -208,11 +231,14 @@ pub fn pending_insert_params(e: &PendingEntry, host: &str) -> PendingParams {
             .or(e.queued_at)
             .unwrap_or(OffsetDateTime::UNIX_EPOCH),
         queued: e.queued_at,
-        retries: e.retries.min(i32::MAX as u32) as i32,
+        retries: count_param(e.retries),
         reason: e.waiting.as_ref().map(|w| w.reason.clone()),
         since: e.waiting.as_ref().map(|w| w.since),
-        open: e.waiting.as_ref().map(|w| w.open),
+        open: e.waiting.as_ref().map(Waiting::waits_for_close),
         error: e.error.map(FailureKind::as_str),
+        kind: e.waiting.as_ref().map(|w| w.kind.as_str()),
+        attempts: count_param(e.attempts),
+        not_taken: count_param(e.not_taken),
     }
 }
 

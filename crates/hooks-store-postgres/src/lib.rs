@@ -439,7 +439,11 @@ const HOOK_COLUMNS: &str = "id, name, event, delay_seconds, prompt_file, enabled
      max_lateness_s, errors, deliver, agent";
 
 const PENDING_COLUMNS: &str = "hook_id, session_id, due_at, queued_at, retries, claim_owner, \
-     claim_expires_at, waiting_reason, waiting_since, waiting_open, error";
+     claim_expires_at, waiting_reason, waiting_since, waiting_open, error, waiting_kind, \
+     attempts, not_taken";
+
+/// How many columns `PENDING_COLUMNS` names: a query that returns more reads them after.
+const PENDING_WIDTH: usize = 14;
 
 async fn hook_for_update(
     tx: &tokio_postgres::Transaction<'_>,
@@ -629,11 +633,12 @@ impl HookStore for PgStore {
             for e in &entries {
                 let queued = tx
                     .execute(
-                        "INSERT INTO pending (hook_id, session_id, host, due_at, queued_at, retries, \
-                         waiting_reason, waiting_since, waiting_open, error) \
-                         SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 \
-                         WHERE EXISTS (SELECT 1 FROM hooks WHERE id = $1 FOR SHARE) \
-                         ON CONFLICT (hook_id, session_id) DO NOTHING",
+                        &format!(
+                            "INSERT INTO pending ({PENDING_INSERT}) \
+                             SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 \
+                             WHERE EXISTS (SELECT 1 FROM hooks WHERE id = $1 FOR SHARE) \
+                             ON CONFLICT (hook_id, session_id) DO NOTHING"
+                        ),
                         &pending_insert_params(e, &inner.host).as_refs(),
                     )
                     .await
@@ -694,10 +699,11 @@ impl HookStore for PgStore {
                     (EnqueueDecision::Queue { .. }, Some(e)) => {
                         let n = tx
                             .execute(
-                                "INSERT INTO pending (hook_id, session_id, host, due_at, queued_at, retries, \
-                                 waiting_reason, waiting_since, waiting_open, error) \
-                                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) \
-                                 ON CONFLICT (hook_id, session_id) DO NOTHING",
+                                &format!(
+                                    "INSERT INTO pending ({PENDING_INSERT}) \
+                                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+                                     ON CONFLICT (hook_id, session_id) DO NOTHING"
+                                ),
                                 &pending_insert_params(e, &inner.host).as_refs(),
                             )
                             .await
@@ -768,7 +774,7 @@ impl HookStore for PgStore {
                     Ok(rows) => {
                         let mut got = rows
                             .iter()
-                            .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(11))))
+                            .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(PENDING_WIDTH))))
                             .collect::<Result<Vec<_>, StoreError>>()?;
                         got.sort_by_key(|(e, pos)| (e.due_at.time(), *pos));
                         return Ok(got.into_iter().map(|(e, _)| e).collect());
@@ -817,31 +823,29 @@ impl HookStore for PgStore {
         .await
     }
 
-    async fn requeue(
-        &self,
-        key: &EntryKey,
-        owner: &str,
-        due_at: Timestamp,
-        retries: u32,
-        waiting: Option<Waiting>,
-    ) -> Result<(), StoreError> {
-        let (key, owner) = (key.clone(), owner.to_owned());
+    async fn requeue(&self, key: &EntryKey, owner: &str, to: &Requeue) -> Result<(), StoreError> {
+        let (key, owner, to) = (key.clone(), owner.to_owned(), to.clone());
         self.run(move |inner| async move {
             let c = inner.conn().await?;
+            let w = to.waiting.as_ref();
             let n = c
                 .execute(
                     "UPDATE pending SET claim_owner = NULL, claim_expires_at = NULL, due_at = $4, \
-                     retries = $5, waiting_reason = $6, waiting_since = $7, waiting_open = $8 \
+                     retries = $5, waiting_reason = $6, waiting_since = $7, waiting_open = $8, \
+                     waiting_kind = $9, attempts = $10, not_taken = $11 \
                      WHERE hook_id = $1 AND session_id = $2 AND claim_owner = $3",
                     &[
                         &key.hook_id.as_str(),
                         &key.session_id.as_str(),
                         &owner,
-                        &due_at,
-                        &(retries.min(i32::MAX as u32) as i32),
-                        &waiting.as_ref().map(|w| w.reason.as_str()),
-                        &waiting.as_ref().map(|w| w.since),
-                        &waiting.as_ref().map(|w| w.open),
+                        &to.due_at,
+                        &count_param(to.retries),
+                        &w.map(|w| w.reason.as_str()),
+                        &w.map(|w| w.since),
+                        &w.map(Waiting::waits_for_close),
+                        &w.map(|w| w.kind.as_str()),
+                        &count_param(to.attempts),
+                        &count_param(to.not_taken),
                     ],
                 )
                 .await
@@ -867,15 +871,14 @@ impl HookStore for PgStore {
             let n = c
                 .execute(
                     "UPDATE pending SET waiting_reason = NULL, waiting_since = NULL, waiting_open = NULL, \
-                     due_at = LEAST(due_at, $2) \
+                     waiting_kind = NULL, due_at = LEAST(due_at, $2) \
                      WHERE session_id = $1 AND waiting_reason IS NOT NULL \
-                     AND (waiting_open OR (NOT $3 AND left(waiting_reason, $5) <> $4))",
+                     AND (waiting_open OR (NOT $3 AND waiting_kind IS DISTINCT FROM $4))",
                     &[
                         &session.as_str(),
                         &due_at,
                         &open_only,
-                        &failure::LIMIT_WAIT,
-                        &(failure::LIMIT_WAIT.len() as i32),
+                        &WaitKind::Limit.as_str(),
                     ],
                 )
                 .await
@@ -966,7 +969,7 @@ impl HookStore for PgStore {
                 .map_err(db)?;
             let mut gone = rows
                 .iter()
-                .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(11))))
+                .map(|r| Ok((pending_from_row(r)?, r.get::<_, i64>(PENDING_WIDTH))))
                 .collect::<Result<Vec<_>, StoreError>>()?;
             // In queue order, as every store returns entries.
             gone.sort_by_key(|(_, position)| *position);

@@ -25,6 +25,8 @@
 
 use time::{Duration, OffsetDateTime};
 
+use crate::stamp::Timestamp;
+
 use crate::decide::{EnqueueDecision, SkipReason};
 use crate::live::*;
 use crate::model::*;
@@ -47,6 +49,8 @@ fn entry(hook: &HookId, session: &str, due: OffsetDateTime) -> PendingEntry {
         due_at: DueAt::At(due),
         queued_at: Some(due),
         retries: 0,
+        attempts: 0,
+        not_taken: 0,
         claim: None,
         waiting: None,
     }
@@ -80,6 +84,9 @@ macro_rules! hook_store_contract {
             fencing,
             release_is_fenced_by_owner,
             requeue_and_release,
+            requeue_keeps_every_counter_and_the_wait,
+            entries_come_back_as_queued,
+            summary_agrees_with_the_queue,
             drop_unclaimed,
             history_cap,
             history_has_its_time,
@@ -482,7 +489,19 @@ pub async fn fencing(store: &dyn HookStore) {
     );
     assert!(
         matches!(
-            store.requeue(&key, "B", t0(), 1, None).await,
+            store
+                .requeue(
+                    &key,
+                    "B",
+                    &Requeue {
+                        due_at: t0(),
+                        retries: 1,
+                        attempts: 0,
+                        not_taken: 0,
+                        waiting: None
+                    }
+                )
+                .await,
             Err(StoreError::Fenced(_))
         ),
         "requeue by a non-owner is refused"
@@ -635,10 +654,14 @@ pub async fn requeue_and_release(store: &dyn HookStore) {
         .expect("r claimed")
         .key();
     let later = t0() + Duration::seconds(60);
-    store
-        .requeue(&key_s, "A", later, 3, None)
-        .await
-        .expect("requeue");
+    let to = Requeue {
+        due_at: later,
+        retries: 3,
+        attempts: 0,
+        not_taken: 0,
+        waiting: None,
+    };
+    store.requeue(&key_s, "A", &to).await.expect("requeue");
     store
         .release(std::slice::from_ref(&key_r), "A")
         .await
@@ -671,6 +694,138 @@ pub async fn requeue_and_release(store: &dyn HookStore) {
             .collect::<Vec<_>>(),
         ["r"],
         "released entries are claimable at once"
+    );
+}
+
+/// `requeue` keeps each of an entry's counters and its wait, of every kind, as given: a
+/// store that drops one mixes up caps (a limit's attempts are not a not-ready look) or
+/// decides by a wait it no longer knows.
+pub async fn requeue_keeps_every_counter_and_the_wait(store: &dyn HookStore) {
+    let h = new_hook(store, "counters").await;
+    let mut queued = entry(&h.id, "s", t0());
+    queued.error = Some(crate::failure::FailureKind::Overloaded);
+    store.enqueue(vec![queued.clone()]).await.expect("enqueue");
+    let ttl = Duration::seconds(60);
+    for (i, kind) in WaitKind::ALL.into_iter().enumerate() {
+        let now = t0() + Duration::seconds(i as i64);
+        let claimed = store.claim_due(now, "A", ttl, 10).await.expect("claim");
+        assert_eq!(claimed.len(), 1, "requeued as due, it is claimable again");
+        let n = i as u32;
+        let to = Requeue {
+            due_at: now + Duration::seconds(1),
+            retries: n + 1,
+            attempts: n + 2,
+            not_taken: n + 3,
+            waiting: Some(Waiting::new(kind, format!("waits as {kind}"), now)),
+        };
+        store
+            .requeue(&claimed[0].key(), "A", &to)
+            .await
+            .expect("requeue");
+        let snap = store.snapshot().await.expect("snapshot");
+        let want = PendingEntry {
+            due_at: DueAt::At(to.due_at),
+            retries: to.retries,
+            attempts: to.attempts,
+            not_taken: to.not_taken,
+            waiting: to.waiting.clone(),
+            ..queued.clone()
+        };
+        assert_eq!(
+            snap.pending,
+            [want],
+            "requeue keeps every counter and a wait of kind {kind}"
+        );
+    }
+}
+
+/// An entry comes back with every field as it was queued: when it was queued, the failure
+/// it follows up, its counters and its wait.
+pub async fn entries_come_back_as_queued(store: &dyn HookStore) {
+    let h = new_hook(store, "whole").await;
+    let mut full = entry(&h.id, "full", t0() + Duration::seconds(70));
+    full.queued_at = Some(t0() - Duration::seconds(30));
+    full.error = Some(crate::failure::FailureKind::RateLimit);
+    full.retries = 2;
+    full.attempts = 1;
+    full.not_taken = 1;
+    full.waiting = Some(Waiting::new(
+        WaitKind::Limit,
+        "rate limited until the reset (attempt 2 of 5)",
+        t0() - Duration::seconds(5),
+    ));
+    let bare = entry(&h.id, "bare", t0());
+    store
+        .enqueue(vec![full.clone(), bare.clone()])
+        .await
+        .expect("enqueue");
+    let snap = store.snapshot().await.expect("snapshot");
+    assert_eq!(snap.pending, [full, bare], "entries come back as queued");
+}
+
+/// `summary` agrees with the queue read whole: a store that answers from an index of its
+/// own must see what is queued, when it wakes and what waits for a close.
+pub async fn summary_agrees_with_the_queue(store: &dyn HookStore) {
+    let agrees = |snap: &Snapshot, got: QueueSummary, now: Timestamp, when: &str| {
+        assert_eq!(got, QueueSummary::of(&snap.pending, now), "summary {when}");
+    };
+    let now = t0();
+    let got = store.summary(now).await.expect("summary");
+    agrees(
+        &store.snapshot().await.expect("snapshot"),
+        got,
+        now,
+        "of an empty queue",
+    );
+    assert!(!got.any_pending, "an empty queue has nothing pending");
+    let h = new_hook(store, "summary").await;
+    let later = t0() + Duration::seconds(90);
+    store
+        .enqueue(vec![
+            entry(&h.id, "later", later),
+            entry(&h.id, "open", t0()),
+        ])
+        .await
+        .expect("enqueue");
+    let got = store.summary(now).await.expect("summary");
+    agrees(
+        &store.snapshot().await.expect("snapshot"),
+        got,
+        now,
+        "with two queued",
+    );
+    assert!(got.any_pending, "two entries are pending");
+    let claimed = store
+        .claim_due(now, "A", Duration::seconds(60), 10)
+        .await
+        .expect("claim");
+    assert_eq!(claimed.len(), 1, "the entry due now is claimed");
+    let to = Requeue {
+        due_at: t0() + Duration::hours(1),
+        retries: 0,
+        attempts: 0,
+        not_taken: 0,
+        waiting: Some(Waiting::new(WaitKind::Open, "conversation open", now)),
+    };
+    store
+        .requeue(&claimed[0].key(), "A", &to)
+        .await
+        .expect("requeue");
+    let got = store.summary(now).await.expect("summary");
+    agrees(
+        &store.snapshot().await.expect("snapshot"),
+        got,
+        now,
+        "with a wait for a close",
+    );
+    assert!(
+        got.open_waits,
+        "an entry waits for its conversation's close"
+    );
+    assert_eq!(
+        got.next_wake,
+        Some(later),
+        "the next wake is the earliest due"
     );
 }
 
@@ -892,26 +1047,30 @@ pub async fn waits_and_wakes(store: &dyn HookStore) {
     let claimed = store.claim_due(t0(), "A", ttl, 10).await.expect("claim");
     assert_eq!(claimed.len(), 3);
     let far = t0() + Duration::hours(24);
-    let open = Waiting {
-        reason: "conversation open in claude, pid 7, interactive, idle".into(),
-        since: t0(),
-        open: true,
-    };
-    let busy = Waiting {
-        reason: "a follow-up is running on this session".into(),
-        since: t0(),
-        open: false,
-    };
+    let open = Waiting::new(
+        WaitKind::Open,
+        "conversation open in claude, pid 7, interactive, idle",
+        t0(),
+    );
+    let busy = Waiting::new(
+        WaitKind::Running,
+        "a follow-up is running on this session",
+        t0(),
+    );
     for (s, w) in [("open", &open), ("busy", &busy)] {
         let key = claimed
             .iter()
             .find(|p| p.session_id.as_str() == s)
             .expect("claimed")
             .key();
-        store
-            .requeue(&key, "A", far, 0, Some(w.clone()))
-            .await
-            .expect("requeue");
+        let to = Requeue {
+            due_at: far,
+            retries: 0,
+            attempts: 0,
+            not_taken: 0,
+            waiting: Some(w.clone()),
+        };
+        store.requeue(&key, "A", &to).await.expect("requeue");
     }
     let find = |snap: &Snapshot, s: &str| {
         snap.pending
@@ -1452,7 +1611,7 @@ pub async fn history_has_its_time(store: &dyn HookStore) {
     );
 }
 
-/// A wait for a limit to reset ([`crate::failure::LIMIT_WAIT`]) is left alone by a wake
+/// A wait for a limit to reset ([`WaitKind::Limit`]) is left alone by a wake
 /// (another run's end says nothing about the limit; woken, it would fire before the
 /// reset), and a wake never makes an entry due later than it was.
 pub async fn wakes_leave_limit_waits_and_never_put_an_entry_off(store: &dyn HookStore) {
@@ -1473,23 +1632,20 @@ pub async fn wakes_leave_limit_waits_and_never_put_an_entry_off(store: &dyn Hook
         (
             "limited",
             reset,
-            Waiting {
-                reason: format!(
-                    "{} until the reset (attempt 1 of 5)",
-                    crate::failure::LIMIT_WAIT
-                ),
-                since: t0(),
-                open: false,
-            },
+            Waiting::new(
+                WaitKind::Limit,
+                "rate limited until the reset (attempt 1 of 5)",
+                t0(),
+            ),
         ),
         (
             "soon",
             early,
-            Waiting {
-                reason: "a follow-up is running on this session".into(),
-                since: t0(),
-                open: false,
-            },
+            Waiting::new(
+                WaitKind::Running,
+                "a follow-up is running on this session",
+                t0(),
+            ),
         ),
     ];
     for (s, due, w) in &waits {
@@ -1498,10 +1654,14 @@ pub async fn wakes_leave_limit_waits_and_never_put_an_entry_off(store: &dyn Hook
             .find(|p| p.session_id.as_str() == *s)
             .expect("claimed")
             .key();
-        store
-            .requeue(&key, "A", *due, 0, Some(w.clone()))
-            .await
-            .expect("requeue");
+        let to = Requeue {
+            due_at: *due,
+            retries: 0,
+            attempts: 0,
+            not_taken: 0,
+            waiting: Some(w.clone()),
+        };
+        store.requeue(&key, "A", &to).await.expect("requeue");
     }
     let later = t0() + Duration::minutes(10);
     assert_eq!(

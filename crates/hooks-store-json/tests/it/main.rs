@@ -217,6 +217,77 @@ async fn a_rewrite_keeps_unknown_fields_and_migrates() {
 }
 
 #[tokio::test]
+async fn entries_from_before_wait_kinds_are_read_by_kind_and_counters_split() {
+    // Written by the version before: waits with words and an `open` flag, a limit's
+    // attempts counted in `retries`.
+    let text = r#"{"hooks": {"h": {"id": "h", "name": "h", "enabled": true,
+      "promptFile": ".claude/agents/hooks/h.md", "delayMinutes": 1}}, "pending": [
+      {"hookId": "h", "sessionId": "limited", "dueAt": "2026-12-01T02:01:00+0000", "retries": 2,
+       "error": "rate_limit",
+       "waiting": {"reason": "rate limited until 2026-12-01T02:01:00+0000 (attempt 3 of 5)",
+                   "since": "2026-12-01T00:00:00+0000"}},
+      {"hookId": "h", "sessionId": "untaken", "dueAt": "2026-12-02T00:00:00+0000", "retries": 0,
+       "waiting": {"reason": "not taken by the open conversation (no inbox); resumed once it is closed",
+                   "since": "2026-12-01T00:00:00+0000", "open": true}},
+      {"hookId": "h", "sessionId": "open", "dueAt": "2026-12-02T00:00:00+0000", "retries": 1,
+       "waiting": {"reason": "conversation open in claude, pid 7, interactive, idle",
+                   "since": "2026-12-01T00:00:00+0000", "open": true}},
+      {"hookId": "h", "sessionId": "paused", "dueAt": "2026-12-01T01:00:00+0000", "retries": 0,
+       "waiting": {"reason": "paused until `hooks-app unpause` (by me)",
+                   "since": "2026-12-01T00:00:00+0000"}}
+    ]}"#;
+    let (d, store) = store_with(text);
+    let got = |snap: &Snapshot| {
+        snap.pending
+            .iter()
+            .map(|p| {
+                let kind = p.waiting.as_ref().map(|w| w.kind);
+                (
+                    p.session_id.to_string(),
+                    kind,
+                    p.retries,
+                    p.attempts,
+                    p.not_taken,
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let want = [
+        ("limited".to_string(), Some(WaitKind::Limit), 0, 2, 0),
+        ("untaken".to_string(), Some(WaitKind::NotTaken), 0, 0, 1),
+        ("open".to_string(), Some(WaitKind::Open), 1, 0, 0),
+        ("paused".to_string(), Some(WaitKind::Paused), 0, 0, 0),
+    ];
+    assert_eq!(got(&store.snapshot().await.unwrap()), want);
+    // Put back by this version, an entry is stored with its kind and counters, and read
+    // back the same; the original module's fields stay.
+    let later = stamp::parse("2026-12-03T00:00:00+0000").unwrap();
+    let claimed = store
+        .claim_due(later, "me", Duration::minutes(1), 10)
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 4);
+    for e in &claimed {
+        let to = Requeue::of(e, later, e.waiting.clone());
+        store.requeue(&e.key(), "me", &to).await.unwrap();
+    }
+    let file = read_json(&d.path().join(STORE_FILE));
+    let limited = &file["pending"][0];
+    assert_eq!(
+        (
+            &limited["retries"],
+            &limited["attempts"],
+            &limited["waiting"]["kind"]
+        ),
+        (&Value::from(0), &Value::from(2), &Value::from("limit")),
+        "{limited}"
+    );
+    assert_eq!(file["pending"][1]["waiting"]["open"], Value::from(true));
+    let again = JsonStore::open(d.path(), now()).unwrap();
+    assert_eq!(got(&again.snapshot().await.unwrap()), want);
+}
+
+#[tokio::test]
 async fn history_over_200_in_a_file_is_capped_on_load() {
     let mut hist = serde_json::Map::new();
     for i in 0..230 {

@@ -103,7 +103,7 @@ pub fn run(
             .find(|p| p.hook_id == hook && p.session_id == sid);
         if let Some(p) = &pending
             && let Some(w) = &p.waiting
-            && !w.reason.starts_with(hooks_core::decide::QUIET_WAIT)
+            && w.kind != hooks_core::WaitKind::Quiet
         {
             // Waiting (but for seconds of quiet) is an outcome for now: it runs when what it
             // waits for ends.
