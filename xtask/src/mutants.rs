@@ -165,8 +165,8 @@ const MUTANTS: &[Mutant] = &[
         what: "an open-only wake that wakes other waits too",
         suite: Suite::InMemory,
         file: QUEUE,
-        from: "w.open || (!open_only && !w.reason.starts_with(crate::failure::LIMIT_WAIT))",
-        to: "w.open || !w.reason.starts_with(crate::failure::LIMIT_WAIT)",
+        from: "w.waits_for_close() || (!open_only && w.kind != WaitKind::Limit)",
+        to: "w.waits_for_close() || w.kind != WaitKind::Limit",
     },
     Mutant {
         what: "drop_unclaimed taking keys it was not given",
