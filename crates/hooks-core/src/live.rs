@@ -213,28 +213,28 @@ impl WaitKind {
     /// The kind of a wait stored before kinds were (`reason` and its `open` flag): the
     /// one place a wait's words are read, to migrate old files and rows.
     pub fn of_legacy(reason: &str, open: bool) -> Self {
-        let starts = |p: &str| reason.starts_with(p);
-        if starts(LEGACY_NOT_TAKEN) {
-            WaitKind::NotTaken
-        } else if open {
-            WaitKind::Open
-        } else if starts("rate limited") {
-            WaitKind::Limit
-        } else if starts("waits for the turn to end") {
-            WaitKind::Turn
-        } else if starts("conversation still being written to") {
-            WaitKind::Quiet
-        } else if starts("paused") {
-            WaitKind::Paused
-        } else if starts("daily budget: ") {
-            WaitKind::Budget
-        } else if starts("a follow-up is running") {
-            WaitKind::Running
-        } else {
-            WaitKind::NotReady
+        if reason.starts_with(LEGACY_NOT_TAKEN) {
+            return WaitKind::NotTaken;
         }
+        if open {
+            return WaitKind::Open;
+        }
+        LEGACY_STARTS
+            .iter()
+            .find(|(start, _)| reason.starts_with(start))
+            .map_or(WaitKind::NotReady, |(_, kind)| *kind)
     }
 }
+
+/// How the words of the waits that were not for a close began, before kinds were stored.
+const LEGACY_STARTS: [(&str, WaitKind); 6] = [
+    ("rate limited", WaitKind::Limit),
+    ("waits for the turn to end", WaitKind::Turn),
+    ("conversation still being written to", WaitKind::Quiet),
+    ("paused", WaitKind::Paused),
+    ("daily budget: ", WaitKind::Budget),
+    ("a follow-up is running", WaitKind::Running),
+];
 
 /// How the reason of an entry whose delivery went untaken began before kinds were stored.
 const LEGACY_NOT_TAKEN: &str = "not taken by the open conversation";
