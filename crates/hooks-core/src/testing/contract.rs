@@ -763,20 +763,19 @@ pub async fn entries_come_back_as_queued(store: &dyn HookStore) {
     assert_eq!(snap.pending, [full, bare], "entries come back as queued");
 }
 
+/// The store's summary at `now`, checked against the queue read whole.
+async fn summary_as_read(store: &dyn HookStore, now: Timestamp, when: &str) -> QueueSummary {
+    let got = store.summary(now).await.expect("summary");
+    let snap = store.snapshot().await.expect("snapshot");
+    assert_eq!(got, QueueSummary::of(&snap.pending, now), "summary {when}");
+    got
+}
+
 /// `summary` agrees with the queue read whole: a store that answers from an index of its
 /// own must see what is queued, when it wakes and what waits for a close.
 pub async fn summary_agrees_with_the_queue(store: &dyn HookStore) {
-    let agrees = |snap: &Snapshot, got: QueueSummary, now: Timestamp, when: &str| {
-        assert_eq!(got, QueueSummary::of(&snap.pending, now), "summary {when}");
-    };
     let now = t0();
-    let got = store.summary(now).await.expect("summary");
-    agrees(
-        &store.snapshot().await.expect("snapshot"),
-        got,
-        now,
-        "of an empty queue",
-    );
+    let got = summary_as_read(store, now, "of an empty queue").await;
     assert!(!got.any_pending, "an empty queue has nothing pending");
     let h = new_hook(store, "summary").await;
     let later = t0() + Duration::seconds(90);
@@ -787,13 +786,7 @@ pub async fn summary_agrees_with_the_queue(store: &dyn HookStore) {
         ])
         .await
         .expect("enqueue");
-    let got = store.summary(now).await.expect("summary");
-    agrees(
-        &store.snapshot().await.expect("snapshot"),
-        got,
-        now,
-        "with two queued",
-    );
+    let got = summary_as_read(store, now, "with two queued").await;
     assert!(got.any_pending, "two entries are pending");
     let claimed = store
         .claim_due(now, "A", Duration::seconds(60), 10)
@@ -811,13 +804,7 @@ pub async fn summary_agrees_with_the_queue(store: &dyn HookStore) {
         .requeue(&claimed[0].key(), "A", &to)
         .await
         .expect("requeue");
-    let got = store.summary(now).await.expect("summary");
-    agrees(
-        &store.snapshot().await.expect("snapshot"),
-        got,
-        now,
-        "with a wait for a close",
-    );
+    let got = summary_as_read(store, now, "with a wait for a close").await;
     assert!(
         got.open_waits,
         "an entry waits for its conversation's close"
