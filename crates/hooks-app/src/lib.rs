@@ -81,7 +81,10 @@ pub fn run() -> ExitCode {
             command: cli::Command::ClaudeHook(_),
             global,
         }) if !global.from_hook => {
-            eprintln!("hooks-app claude-hook: the command line could not be read");
+            eprintln!(
+                "{} claude-hook: the command line could not be read",
+                output::program()
+            );
             return ExitCode::from(1);
         }
         Ok(c) => c,
@@ -113,11 +116,12 @@ pub fn run() -> ExitCode {
     match commands::dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
+            let message = output::named(&e.message);
             eprintln!(
                 "error: {}",
-                output::safe(e.message.lines().next().unwrap_or(""))
+                output::safe(message.lines().next().unwrap_or(""))
             );
-            for more in e.message.lines().skip(1) {
+            for more in message.lines().skip(1) {
                 eprintln!("  {}", output::safe(more));
             }
             ExitCode::from(e.code)

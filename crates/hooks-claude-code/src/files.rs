@@ -22,6 +22,9 @@ pub enum Scope {
 pub struct Places {
     pub claude_home: PathBuf,
     pub project: PathBuf,
+    /// The file name of the binary whose entries are looked for (see
+    /// [`crate::settings::is_ours`]).
+    pub program: String,
 }
 
 /// A settings file that cannot be read, parsed or written, with what to do; `invalid` when
@@ -243,7 +246,7 @@ pub fn installed_http_urls(places: &Places) -> Vec<(PathBuf, String)> {
             .flatten()
             .filter_map(|g| g.get("hooks").and_then(Value::as_array))
             .flatten()
-            .filter(|h| is_ours(h) && h["type"] == "http");
+            .filter(|h| is_ours(h, &places.program) && h["type"] == "http");
         for h in handlers {
             if let Some(u) = h["url"].as_str()
                 && !out
@@ -271,7 +274,7 @@ pub fn installed_in(places: &Places) -> Vec<(PathBuf, Vec<String>)> {
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
-                        .any(is_ours)
+                        .any(|h| is_ours(h, &places.program))
                 });
                 if has {
                     events.push(ev.clone());

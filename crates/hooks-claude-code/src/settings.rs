@@ -31,8 +31,12 @@ pub const HOOK_TIMEOUT: u64 = 30;
 /// The header name an `http` handler of this app carries the follow-up guard in.
 pub const FOLLOW_UP_HEADER: &str = "X-Hooks-App-Follow-Up";
 
-/// Whether a hook handler is one of this app's.
-pub fn is_ours(handler: &Value) -> bool {
+/// Whether a hook handler is one of this app's, installed by the binary named `program`
+/// (its file name: `hooks-app`, or a team's own build): a command handler names that
+/// program as a word or a path's last part, followed by `claude-hook`; an `http` handler
+/// carries [`FOLLOW_UP_HEADER`]. Another binary's entries, even another build of this app,
+/// are not ours: each install, uninstall and doctor sees only its own.
+pub fn is_ours(handler: &Value, program: &str) -> bool {
     if handler.get("type").and_then(Value::as_str) == Some("http") {
         return handler
             .get("headers")
@@ -45,13 +49,13 @@ pub fn is_ours(handler: &Value) -> bool {
     // `/path/hooks-app … claude-hook`, or the portable `… exec hooks-app claude-hook …`.
     let names_us = cmd.split_whitespace().any(|w| {
         let w = w.trim_matches(['\'', '"']);
-        w == "hooks-app" || w.ends_with("/hooks-app")
+        w == program || w.rsplit_once('/').is_some_and(|(_, last)| last == program)
     });
     names_us && cmd.contains(" claude-hook")
 }
 
-/// Removes this app's handlers everywhere; drops groups and events left empty.
-pub fn strip_ours(settings: &mut Map<String, Value>) {
+/// Removes `program`'s handlers everywhere; drops groups and events left empty.
+pub fn strip_ours(settings: &mut Map<String, Value>, program: &str) {
     let Some(Value::Object(hooks)) = settings.get_mut("hooks") else {
         return;
     };
@@ -63,7 +67,7 @@ pub fn strip_ours(settings: &mut Map<String, Value>) {
         let before = groups.len();
         for g in groups.iter_mut() {
             if let Some(Value::Array(hs)) = g.get_mut("hooks") {
-                hs.retain(|h| !is_ours(h));
+                hs.retain(|h| !is_ours(h, program));
             }
         }
         groups.retain(|g| {
@@ -90,9 +94,13 @@ pub fn add(settings: &mut Map<String, Value>, event: &str, handler: Value) {
     }
 }
 
-/// Where the handlers of this app are in a settings text: (event, group, handler, and
+/// Where the handlers of `program` are in a settings text: (event, group, handler, and
 /// whether every handler of that group is ours).
-pub fn ours_in(text: &str, root: &jsonedit::Node) -> Option<(String, usize, usize, bool)> {
+pub fn ours_in(
+    text: &str,
+    root: &jsonedit::Node,
+    program: &str,
+) -> Option<(String, usize, usize, bool)> {
     let value = |n: &jsonedit::Node| -> Value {
         serde_json::from_str(&text[n.start..n.end]).unwrap_or(Value::Null)
     };
@@ -104,7 +112,7 @@ pub fn ours_in(text: &str, root: &jsonedit::Node) -> Option<(String, usize, usiz
             let mine: Vec<bool> = handlers
                 .items()
                 .iter()
-                .map(|h| is_ours(&value(h)))
+                .map(|h| is_ours(&value(h), program))
                 .collect();
             if let Some(hi) = mine.iter().position(|m| *m) {
                 return Some((ev.key.clone(), gi, hi, mine.iter().all(|m| *m)));
@@ -120,13 +128,13 @@ pub fn reparse(text: &str) -> Result<jsonedit::Node> {
     })
 }
 
-/// The text without this app's handlers: a group that held only ours goes whole. Returns
+/// The text without `program`'s handlers: a group that held only ours goes whole. Returns
 /// the events whose lists this emptied.
-pub fn strip_text(mut text: String) -> Result<(String, Vec<String>)> {
+pub fn strip_text(mut text: String, program: &str) -> Result<(String, Vec<String>)> {
     let mut emptied = Vec::new();
     loop {
         let root = reparse(&text)?;
-        let Some((ev, gi, hi, whole)) = ours_in(&text, &root) else {
+        let Some((ev, gi, hi, whole)) = ours_in(&text, &root, program) else {
             return Ok((text, emptied));
         };
         let Some(groups) = root.member("hooks").and_then(|h| h.member(&ev)) else {
@@ -220,8 +228,9 @@ pub fn http_handler(base: &str, on_end: bool, token_env: &str, follow_up_env: &s
     })
 }
 
-/// Whether two settings hold the same set of our commands per event, with everything else equal.
-pub fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+/// Whether two settings hold the same set of `program`'s handlers per event, with
+/// everything else equal.
+pub fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>, program: &str) -> bool {
     let ours = |m: &Map<String, Value>| -> Vec<(String, String)> {
         let mut v = Vec::new();
         if let Some(Value::Object(h)) = m.get("hooks") {
@@ -233,7 +242,7 @@ pub fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
                         .into_iter()
                         .flatten()
                     {
-                        if is_ours(hd) {
+                        if is_ours(hd, program) {
                             v.push((ev.clone(), hd.to_string()));
                         }
                     }
@@ -245,8 +254,8 @@ pub fn same_entries(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
     };
     let mut sa = a.clone();
     let mut sb = b.clone();
-    strip_ours(&mut sa);
-    strip_ours(&mut sb);
+    strip_ours(&mut sa, program);
+    strip_ours(&mut sb, program);
     sa == sb && ours(a) == ours(b)
 }
 
@@ -263,4 +272,52 @@ pub fn drop_if_empty(text: String, event: &str) -> Result<String> {
         }
         _ => text,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn command(c: &str) -> Value {
+        command_handler(c.to_owned())
+    }
+
+    #[test]
+    fn an_entry_is_ours_only_when_it_names_this_program() {
+        let app = command("/usr/local/bin/hooks-app claude-hook");
+        let team = command("'/opt/team bin/script-agent-hooks' --data-dir /d claude-hook");
+        let portable = command(
+            "command -v script-agent-hooks >/dev/null 2>&1 && exec script-agent-hooks claude-hook || cat >/dev/null",
+        );
+        assert!(is_ours(&app, "hooks-app"));
+        assert!(!is_ours(&app, "script-agent-hooks"));
+        assert!(is_ours(&team, "script-agent-hooks"));
+        assert!(!is_ours(&team, "hooks-app"));
+        assert!(is_ours(&portable, "script-agent-hooks"));
+        // A longer name that ends in the program is another program.
+        assert!(!is_ours(
+            &command("/bin/my-hooks-app claude-hook"),
+            "hooks-app"
+        ));
+        // Naming the program without the hook entry point is a person's own command.
+        assert!(!is_ours(&command("hooks-app status"), "hooks-app"));
+    }
+
+    #[test]
+    fn stripping_one_programs_entries_keeps_anothers() {
+        let text = r#"{"hooks": {"Stop": [
+  {"hooks": [{"type": "command", "command": "/usr/local/bin/hooks-app claude-hook"}]},
+  {"hooks": [{"type": "command", "command": "/opt/script-agent-hooks claude-hook"}]}
+]}}"#
+            .to_owned();
+        let (out, emptied) = strip_text(text, "script-agent-hooks").unwrap();
+        assert!(emptied.is_empty(), "{emptied:?}");
+        assert!(
+            out.contains("/usr/local/bin/hooks-app claude-hook"),
+            "{out}"
+        );
+        assert!(!out.contains("script-agent-hooks"), "{out}");
+        let (out, emptied) = strip_text(out, "hooks-app").unwrap();
+        assert_eq!(emptied, ["Stop"], "{out}");
+    }
 }

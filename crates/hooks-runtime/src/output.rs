@@ -31,9 +31,40 @@ pub fn safe(text: &str) -> Cow<'_, str> {
     )
 }
 
-/// Prints one human-readable line (or several), made [`safe`].
+/// Prints one human-readable line (or several), made [`safe`] and [`named`].
 pub fn say_line(text: &str) {
-    println!("{}", safe(text));
+    println!("{}", safe(&named(text)));
+}
+
+/// The file name of the running binary: `hooks-app`, or a team's own build of it
+/// (`hooks-app` where it cannot be told).
+pub fn program() -> &'static str {
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "hooks-app".to_owned())
+    })
+}
+
+/// `text` with the commands it tells the person to run naming this binary as they call
+/// it: messages are written with `` `hooks-app …` `` and `run hooks-app …`, and a team's
+/// build (`script-agent-hooks`) says `` `script-agent-hooks …` ``. Paths and other mentions
+/// of the name (`~/.local/share/hooks-app`) are left as they are.
+pub fn named(text: &str) -> Cow<'_, str> {
+    named_as(text, program())
+}
+
+fn named_as<'a>(text: &'a str, program: &str) -> Cow<'a, str> {
+    if program == "hooks-app" || !text.contains("hooks-app") {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.replace("`hooks-app", &format!("`{program}"))
+            .replace("run hooks-app ", &format!("run {program} ")),
+    )
 }
 
 /// `println!` for human-readable output: the text is made `safe`.
@@ -79,7 +110,7 @@ pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
 
 #[cfg(test)]
 mod tests {
-    use super::safe;
+    use super::{named_as, safe};
 
     #[test]
     fn control_characters_from_outside_are_shown_escaped() {
@@ -91,5 +122,17 @@ mod tests {
             "{shown}"
         );
         assert_eq!(shown, "z\\u{1b}[2K\\u{1b}[1A\\u{1b}[8m.md\\u{202e}gpj");
+    }
+
+    #[test]
+    fn the_commands_a_message_gives_name_this_binary() {
+        let m = "no hooks-app data in /home/a/.local/share/hooks-app (run hooks-app init); \
+                 `hooks-app doctor` checks it";
+        assert_eq!(
+            named_as(m, "team-hooks"),
+            "no hooks-app data in /home/a/.local/share/hooks-app (run team-hooks init); \
+             `team-hooks doctor` checks it"
+        );
+        assert_eq!(named_as(m, "hooks-app"), m);
     }
 }

@@ -243,13 +243,24 @@ impl StoreSignals for InProcess {
 }
 
 /// The [`hooks_app::StoreAdapter`] for `--store memory:`: a new store, seeded, in this
-/// process's memory. Anything after `memory:` is refused: there is nothing to name.
+/// process's memory. Anything after `memory:` is refused: there is nothing to name. A
+/// store in memory is there only while its process runs, so a command that only reads
+/// (opened without [`StoreOpen::create`]) finds none, and is told so rather than shown a
+/// store made for it. One process and one host: `--any-host` and `--store-poll` change
+/// nothing here.
 pub fn memory_store(at: &StoreOpen<'_>) -> Result<Store, String> {
     if !at.arg.is_empty() {
         return Err(format!(
             "memory: takes nothing after the colon (got {:?})",
             at.arg
         ));
+    }
+    if !at.create {
+        return Err(
+            "a store in memory is there only while its process runs: there is none to read \
+             (this command only reads; nothing was made)"
+                .into(),
+        );
     }
     Ok(Store {
         data: InMemoryStore::seeded(time::OffsetDateTime::now_utc()),

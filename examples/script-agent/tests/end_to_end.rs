@@ -140,9 +140,17 @@ fn a_done_conversation_is_followed_up_by_the_teams_script() {
 #[test]
 fn the_command_line_knows_the_added_adapters_by_name() {
     let w = World::new();
-    // The memory store: seeded in this process, listed like any other.
-    let listed = w.ok(&["hooks", "list", "--store", "memory:"]);
-    assert!(listed.contains("post-task"), "{listed}");
+    // The memory store: made and seeded in this process by a command that writes.
+    let changed = w.ok(&[
+        "hooks",
+        "update",
+        "post-task",
+        "--delay",
+        "5",
+        "--store",
+        "memory:",
+    ]);
+    assert!(changed.contains("post-task"), "{changed}");
     let o = w.run(&["hooks", "list", "--store", "memory:somewhere"]);
     assert!(!o.status.success());
     assert!(
@@ -170,4 +178,98 @@ fn the_command_line_knows_the_added_adapters_by_name() {
     w.ok(&["init"]);
     let doctor = String::from_utf8_lossy(&w.run(&["doctor"]).stdout).into_owned();
     assert!(doctor.contains("script (added by this build)"), "{doctor}");
+}
+
+/// A person's settings with a hook of their own and hooks-app's entry: this binary,
+/// installed beside it, adds and takes out only its own.
+#[test]
+fn a_binary_of_another_name_installs_and_uninstalls_only_its_own_entries() {
+    let w = World::new();
+    let settings = w.root.join("claude/settings.json");
+    let original = r#"{
+  "model": "opus",
+  "hooks": {
+    "PreToolUse": [
+      { "matcher": "Bash", "hooks": [ { "type": "command", "command": "./lint.sh" } ] }
+    ],
+    "Stop": [
+      { "hooks": [ { "type": "command", "command": "/usr/local/bin/hooks-app claude-hook", "timeout": 30 } ] }
+    ]
+  }
+}
+"#;
+    std::fs::write(&settings, original).unwrap();
+    w.ok(&["init"]);
+    w.ok(&["install", "--daemon", "none"]);
+    w.ok(&["install", "--daemon", "none"]);
+    let after: serde_json::Value = serde_json::from_str(&text(&settings)).unwrap();
+    let commands = |event: &str| -> Vec<String> {
+        after["hooks"][event]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+            .filter_map(|h| h["command"].as_str().map(str::to_owned))
+            .collect()
+    };
+    let stop = commands("Stop");
+    let own = |cs: &[String]| cs.iter().filter(|c| c.contains(BIN)).count();
+    assert_eq!(
+        own(&stop),
+        1,
+        "one entry of this binary after two installs: {stop:?}"
+    );
+    assert!(
+        stop.iter()
+            .any(|c| c == "/usr/local/bin/hooks-app claude-hook"),
+        "hooks-app's entry is not this binary's to replace: {stop:?}"
+    );
+    for event in ["SessionEnd", "StopFailure"] {
+        assert_eq!(own(&commands(event)), 1, "{event}: {after}");
+    }
+    assert_eq!(commands("PreToolUse"), ["./lint.sh"]);
+    let doctor = String::from_utf8_lossy(&w.run(&["doctor"]).stdout).into_owned();
+    assert!(
+        doctor.contains(settings.to_str().unwrap()) && !doctor.contains("not installed"),
+        "doctor finds this binary's entries: {doctor}"
+    );
+    w.ok(&["uninstall"]);
+    assert_eq!(
+        text(&settings),
+        original,
+        "uninstall takes out its own entries and nothing else, to the byte"
+    );
+}
+
+#[test]
+fn a_command_that_only_reads_makes_no_store() {
+    let w = World::new();
+    for args in [
+        &["hooks", "list", "--store", "memory:"][..],
+        &["pending", "--store", "memory:"],
+        &["status", "--store", "memory:"],
+    ] {
+        let o = w.run(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("there is none to read"),
+            "{args:?}: the adapter was asked not to make one: {err}"
+        );
+    }
+    // And with the JSON store: an empty data folder stays empty.
+    let o = w.run(&["pending"]);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("(run script-agent-hooks init)"),
+        "the message names this binary: {err}"
+    );
+    assert!(
+        !w.root.join("data/hooks.json").exists(),
+        "a read-only command made the JSON store"
+    );
+    // A store migration says what the adapter did: the memory store has nothing to do.
+    let out = w.ok(&["store", "migrate", "--store", "memory:"]);
+    assert!(out.contains("nothing to do"), "{out}");
 }

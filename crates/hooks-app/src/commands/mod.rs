@@ -83,6 +83,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             | Command::Status(_)
     );
     if reads_only {
+        ctx.read_only = true;
         ctx.require_store()?;
     }
     match cli.command {

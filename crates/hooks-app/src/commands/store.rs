@@ -29,13 +29,14 @@ fn migrate(ctx: &Context) -> AppResult {
             );
         }
         StoreChoice::Custom { .. } => {
-            // Opened with `create`, the adapter brings its store up to date itself.
+            let at = ctx.store.describe();
+            match ctx.migrate_custom()? {
+                Some(did) => crate::say!("{at}: {did}"),
+                None => crate::say!("{at}: nothing to do (its adapter has no migrations to apply)"),
+            }
+            // Then it opens as any command would find it.
             let store = ctx.open_store()?;
             block_on(store.snapshot())??;
-            crate::say!(
-                "{}: opened; its adapter keeps its schema up to date",
-                ctx.store.describe()
-            );
         }
         StoreChoice::Postgres { .. } => {
             let (applied, have) = ctx.migrate_store()?;

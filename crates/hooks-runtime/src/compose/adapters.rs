@@ -54,8 +54,17 @@ pub struct StoreOpen<'a> {
     /// The data folder: where a store kept on this machine may live.
     pub data_dir: &'a Path,
     /// Whether a store that is not there yet is to be made and seeded
-    /// ([`hooks_core::seed_hooks`]); without it, a store not there is an error.
+    /// ([`hooks_core::seed_hooks`]); without it, a store not there is an error, and
+    /// nothing is made. Commands that only read (`hooks list`, `pending`, `status`, …)
+    /// open without it.
     pub create: bool,
+    /// `--any-host`: entries queued by any host are this host's to fire. A store shared by
+    /// hosts honours it; one that cannot refuses to open, naming `--any-host`.
+    pub any_host: bool,
+    /// `--store-poll`: the daemon polls the store for changes rather than being told of
+    /// them ([`hooks_core::ports::StoreSignals::watch`] is not called). A store whose
+    /// change feed needs setting up at open may skip it.
+    pub poll: bool,
 }
 
 /// Opens a store of one kind. The store it returns is held to the contract
@@ -63,16 +72,28 @@ pub struct StoreOpen<'a> {
 pub trait StoreAdapter: Send + Sync {
     /// The store `at.arg` names, or why not (shown to the person, after `store:`).
     fn open(&self, at: &StoreOpen<'_>) -> Result<Store, String>;
+
+    /// `store migrate`: brings the store `at.arg` names up to its adapter's schema, and
+    /// says what it did (`Some("applied migrations 3, 4")`), or `None` when there was
+    /// nothing to do. The default does nothing: an adapter that keeps no schema, or
+    /// migrates on [`StoreAdapter::open`], need not write one.
+    fn migrate(&self, at: &StoreOpen<'_>) -> Result<Option<String>, String> {
+        let _ = at;
+        Ok(None)
+    }
 }
 
 impl<'a> StoreOpen<'a> {
     /// What the app tells an adapter, for an adapter's own tests.
+    /// `any_host` and `poll` are off; set them on the value to test them.
     pub fn new(arg: &'a str, host_id: &'a str, data_dir: &'a Path, create: bool) -> Self {
         Self {
             arg,
             host_id,
             data_dir,
             create,
+            any_host: false,
+            poll: false,
         }
     }
 }

@@ -24,10 +24,10 @@ use crate::{AppError, AppResult};
 use hooks_prompts::FilePrompts;
 
 impl Context {
-    /// The store chosen (seeded on first use: a new JSON file, a new database's schema),
-    /// as the ports see it.
+    /// The store chosen (seeded on first use: a new JSON file, a new database's schema,
+    /// unless the command only reads: [`Context::read_only`]), as the ports see it.
     pub fn open_store(&self) -> AppResult<Store> {
-        self.open(&self.store, true)
+        self.open(&self.store, !self.read_only)
     }
 
     /// An error naming the data folder when the JSON store chosen is not there yet (a
@@ -115,19 +115,35 @@ impl Context {
         })
     }
 
-    fn open_custom(&self, name: &str, arg: &str, create: bool) -> AppResult<Store> {
-        let adapter = super::adapters::Adapters::registered()
+    /// What a team's store adapter is told: every store option of this context.
+    fn store_open<'a>(&'a self, arg: &'a str, create: bool) -> super::adapters::StoreOpen<'a> {
+        let mut at = super::adapters::StoreOpen::new(arg, &self.host_id, &self.data_dir, create);
+        at.any_host = self.any_host;
+        at.poll = self.store_poll;
+        at
+    }
+
+    fn custom_adapter(name: &str) -> AppResult<Arc<dyn super::adapters::StoreAdapter>> {
+        super::adapters::Adapters::registered()
             .find_store(name)
-            .ok_or_else(|| {
-                AppError::invalid(format!("store: no store named {name} in this build"))
-            })?;
-        adapter
-            .open(&super::adapters::StoreOpen {
-                arg,
-                host_id: &self.host_id,
-                data_dir: &self.data_dir,
-                create,
-            })
+            .cloned()
+            .ok_or_else(|| AppError::invalid(format!("store: no store named {name} in this build")))
+    }
+
+    fn open_custom(&self, name: &str, arg: &str, create: bool) -> AppResult<Store> {
+        Self::custom_adapter(name)?
+            .open(&self.store_open(arg, create))
+            .map_err(|e| AppError::runtime(format!("store {name}:{arg}: {e}")))
+    }
+
+    /// `store migrate` for a team's store: what its adapter did, or `None` for nothing to
+    /// do (see [`super::adapters::StoreAdapter::migrate`]).
+    pub fn migrate_custom(&self) -> AppResult<Option<String>> {
+        let StoreChoice::Custom { name, arg } = &self.store else {
+            return Ok(None);
+        };
+        Self::custom_adapter(name)?
+            .migrate(&self.store_open(arg, true))
             .map_err(|e| AppError::runtime(format!("store {name}:{arg}: {e}")))
     }
 
@@ -392,6 +408,8 @@ mod store_tests {
             host_id_explicit: false,
             any_host: false,
             store_poll: false,
+            program: "hooks-app".into(),
+            read_only: false,
         }
     }
 
@@ -417,6 +435,28 @@ mod store_tests {
             .unwrap_err()
             .message;
         assert!(!e.contains("secret"), "a password is never echoed: {e}");
+    }
+
+    #[test]
+    fn every_store_option_reaches_a_teams_store() {
+        let mut c = ctx(StoreChoice::Custom {
+            name: "team".into(),
+            arg: "x".into(),
+        });
+        let at = c.store_open("x", false);
+        assert_eq!(
+            (at.arg, at.host_id, at.create, at.any_host, at.poll),
+            ("x", "h", false, false, false)
+        );
+        c.any_host = true;
+        c.store_poll = true;
+        c.host_id = "host-b".into();
+        let at = c.store_open("x", true);
+        assert_eq!(
+            (at.host_id, at.create, at.any_host, at.poll),
+            ("host-b", true, true, true)
+        );
+        assert_eq!(at.data_dir, std::path::Path::new("/d"));
     }
 
     #[test]

@@ -30,6 +30,9 @@ pub struct Flags {
     /// settings `env` reaches every hook), and the defaults come from the user database's
     /// home, not `$HOME` or `$XDG_DATA_HOME`.
     pub from_hook: bool,
+    /// The file name of this binary ([`this_program`]): the program its settings entries
+    /// name, and the one its messages tell the person to run.
+    pub program: String,
 }
 
 /// The resolved paths.
@@ -67,6 +70,12 @@ pub struct Context {
     pub any_host: bool,
     /// Poll the store rather than listen for its changes.
     pub store_poll: bool,
+    /// The file name of this binary: `hooks-app`, or a team's own build of it. Its entries
+    /// in Claude Code's and Codex's settings are the ones naming it, and only those
+    /// ([`hooks_claude_code::settings::is_ours`]).
+    pub program: String,
+    /// The command only reads: a store not there yet is an error, never made and seeded.
+    pub read_only: bool,
 }
 
 impl Context {
@@ -172,6 +181,8 @@ impl Context {
             host_id,
             any_host: g.any_host,
             store_poll: g.store_poll,
+            program: program_name(&g.program)?,
+            read_only: false,
         })
     }
 
@@ -272,6 +283,29 @@ impl Context {
             cmd.push_str(&shell_quote(&a));
         }
         Ok(cmd)
+    }
+}
+
+/// The file name of the running binary, as the settings entries `install` writes name it
+/// (`hooks-app` where it cannot be told).
+pub fn this_program() -> String {
+    crate::output::program().to_owned()
+}
+
+/// A program name as entries and messages carry it: a file name a shell word can hold.
+fn program_name(name: &str) -> AppResult<String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(name.to_owned())
+    } else {
+        Err(AppError::invalid(format!(
+            "program: this binary's file name must be up to 64 letters, digits, '-', '_' or '.' \
+             (got {name:?}); rename it"
+        )))
     }
 }
 

@@ -13,10 +13,17 @@
 use serde_json::{Value, json};
 use toml_edit::{DocumentMut, Item};
 
-/// The line that opens this app's block.
-const BEGIN: &str = "# hooks-app: begin (added by `hooks-app install --agent codex`; `hooks-app uninstall --agent codex` takes it out)";
+/// The line that opens the block of `program` (this binary's file name).
+fn begin(program: &str) -> String {
+    format!(
+        "# {program}: begin (added by `{program} install --agent codex`; `{program} uninstall --agent codex` takes it out)"
+    )
+}
+
 /// The line that closes it.
-const END: &str = "# hooks-app: end";
+fn end(program: &str) -> String {
+    format!("# {program}: end")
+}
 
 /// Parses `text`, saying where it is not TOML.
 fn parse(text: &str) -> Result<DocumentMut, String> {
@@ -84,14 +91,14 @@ pub fn has_hooks(text: &str) -> bool {
     })
 }
 
-/// This app's handlers in `text`: event, group index, handler index.
-pub fn ours(text: &str) -> Vec<(String, usize, usize)> {
+/// The handlers of `program` in `text`: event, group index, handler index.
+pub fn ours(text: &str, program: &str) -> Vec<(String, usize, usize)> {
     let Ok(doc) = parse(text) else {
         return Vec::new();
     };
     handlers(&doc)
         .into_iter()
-        .filter(|(.., h)| hooks_claude_code::settings::is_ours(h))
+        .filter(|(.., h)| hooks_claude_code::settings::is_ours(h, program))
         .map(|(e, g, i, _)| (e, g, i))
         .collect()
 }
@@ -111,21 +118,22 @@ pub fn trusted(config: &str, key: &str) -> bool {
     })
 }
 
-/// The events whose handlers include this app's, in `text`.
-pub fn installed_events(text: &str) -> Vec<String> {
-    let mut events: Vec<String> = ours(text).into_iter().map(|(e, ..)| e).collect();
+/// The events whose handlers include those of `program`, in `text`.
+pub fn installed_events(text: &str, program: &str) -> Vec<String> {
+    let mut events: Vec<String> = ours(text, program).into_iter().map(|(e, ..)| e).collect();
     events.dedup();
     events
 }
 
-/// `text` with this app's block taken out, and whether there was one.
-pub fn strip(text: &str) -> (String, bool) {
-    let Some(begin) = text.find(&format!("\n{BEGIN}\n")) else {
+/// `text` with the block of `program` taken out, and whether there was one.
+pub fn strip(text: &str, program: &str) -> (String, bool) {
+    let (open, close) = (begin(program), end(program));
+    let Some(begin) = text.find(&format!("\n{open}\n")) else {
         return (text.to_owned(), false);
     };
     let Some(end) = text[begin..]
-        .find(&format!("\n{END}\n"))
-        .map(|e| begin + e + END.len() + 2)
+        .find(&format!("\n{close}\n"))
+        .map(|e| begin + e + close.len() + 2)
     else {
         return (text.to_owned(), false);
     };
@@ -135,14 +143,14 @@ pub fn strip(text: &str) -> (String, bool) {
 /// `text` with this app's block for `wanted` (event, command) appended, checked: it
 /// parses, and this app's handlers are those of `wanted`, each once. A file that keeps an
 /// event's hooks inline (`Stop = [ … ]`) cannot take the block; the error says so.
-pub fn with_block(text: &str, wanted: &[(&str, String)]) -> Result<String, String> {
+pub fn with_block(text: &str, wanted: &[(&str, String)], program: &str) -> Result<String, String> {
     parse(text).map_err(|e| format!("it is not valid TOML ({e})"))?;
-    let (mut out, _) = strip(text);
+    let (mut out, _) = strip(text, program);
     if !out.is_empty() && !out.ends_with('\n') {
         out.push('\n');
     }
     out.push('\n');
-    out.push_str(BEGIN);
+    out.push_str(&begin(program));
     out.push('\n');
     for (event, command) in wanted {
         out.push_str(&format!(
@@ -150,17 +158,17 @@ pub fn with_block(text: &str, wanted: &[(&str, String)]) -> Result<String, Strin
             toml_edit::Value::from(command.as_str())
         ));
     }
-    out.push_str(END);
+    out.push_str(&end(program));
     out.push('\n');
     let doc = parse(&out).map_err(|e| {
         format!(
-            "its hooks cannot take hooks-app's entries ({e}): an event written inline \
+            "its hooks cannot take {program}'s entries ({e}): an event written inline \
              (`Stop = [ … ]`) must become `[[hooks.Stop]]` tables, or the entries go in hooks.json"
         )
     })?;
     let mut ours: Vec<(String, Value)> = handlers(&doc)
         .into_iter()
-        .filter(|(.., h)| hooks_claude_code::settings::is_ours(h))
+        .filter(|(.., h)| hooks_claude_code::settings::is_ours(h, program))
         .map(|(e, _, _, h)| (e, h))
         .collect();
     ours.sort_by(|a, b| a.0.cmp(&b.0));
@@ -179,6 +187,8 @@ pub fn with_block(text: &str, wanted: &[(&str, String)]) -> Result<String, Strin
 mod tests {
     use super::*;
 
+    const P: &str = "hooks-app";
+
     const MINE: &str = "model = \"gpt-5.5\"\n\n[[hooks.PreToolUse]]\n[[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"true\"\n";
 
     fn cmd() -> String {
@@ -188,27 +198,27 @@ mod tests {
     #[test]
     fn the_block_goes_in_and_comes_out_byte_for_byte() {
         for original in [MINE, MINE.trim_end(), "[hooks]\n"] {
-            let with = with_block(original, &[("Stop", cmd()), ("SessionEnd", cmd())]).unwrap();
+            let with = with_block(original, &[("Stop", cmd()), ("SessionEnd", cmd())], P).unwrap();
             assert!(with.starts_with(original), "{with}");
-            let mut events = installed_events(&with);
+            let mut events = installed_events(&with, P);
             events.sort();
             assert_eq!(events, ["SessionEnd", "Stop"]);
             // Where Codex's trust records name them: after the person's own groups.
-            let stop = ours(&with).into_iter().find(|(e, ..)| e == "Stop");
+            let stop = ours(&with, P).into_iter().find(|(e, ..)| e == "Stop");
             assert_eq!(stop, Some(("Stop".to_owned(), 0, 0)));
-            assert!(installed_events(original).is_empty());
+            assert!(installed_events(original, P).is_empty());
             let expect = if original.ends_with('\n') {
                 original.to_owned()
             } else {
                 format!("{original}\n")
             };
-            let (back, found) = strip(&with);
+            let (back, found) = strip(&with, P);
             assert!(found);
             assert_eq!(back, expect);
             // Codex writes after it (a trust record); taking the block out keeps that.
             let trust =
                 "\n[hooks.state.\"/c/config.toml:stop:1:0\"]\ntrusted_hash = \"sha256:x\"\n";
-            let (back, found) = strip(&format!("{with}{trust}"));
+            let (back, found) = strip(&format!("{with}{trust}"), P);
             assert!(found);
             assert_eq!(back, format!("{expect}{trust}"));
         }
@@ -218,8 +228,8 @@ mod tests {
     fn our_entry_is_found_where_codex_numbers_it_and_its_trust_by_that_key() {
         let own_stop =
             "[[hooks.Stop]]\n[[hooks.Stop.hooks]]\ntype = \"command\"\ncommand = \"true\"\n";
-        let with = with_block(own_stop, &[("Stop", cmd())]).unwrap();
-        assert_eq!(ours(&with), [("Stop".to_owned(), 1, 0)]);
+        let with = with_block(own_stop, &[("Stop", cmd())], P).unwrap();
+        assert_eq!(ours(&with, P), [("Stop".to_owned(), 1, 0)]);
         let config = "[hooks.state.\"/c/config.toml:stop:0:0\"]\ntrusted_hash = \"sha256:a\"\n";
         assert!(trusted(config, "/c/config.toml:stop:0:0"));
         assert!(
@@ -227,6 +237,18 @@ mod tests {
             "the person's own, not ours"
         );
         assert!(!trusted("x = = y", "/c/config.toml:stop:0:0"));
+    }
+
+    #[test]
+    fn another_programs_block_is_left_where_it_is() {
+        let theirs = with_block(MINE, &[("Stop", cmd())], P).unwrap();
+        let team = "/opt/script-agent-hooks claude-hook".to_owned();
+        let both = with_block(&theirs, &[("Stop", team)], "script-agent-hooks").unwrap();
+        assert_eq!(installed_events(&both, "script-agent-hooks"), ["Stop"]);
+        assert_eq!(ours(&both, P), [("Stop".to_owned(), 0, 0)]);
+        let (back, found) = strip(&both, "script-agent-hooks");
+        assert!(found);
+        assert_eq!(back, theirs, "hooks-app's block is kept as it was");
     }
 
     #[test]
@@ -243,16 +265,16 @@ mod tests {
     fn an_inline_event_or_a_bad_file_is_refused_and_nothing_is_made() {
         let inline = "[hooks]\nStop = [{ hooks = [{ type = \"command\", command = \"true\" }] }]\n";
         assert!(has_hooks(inline));
-        let e = with_block(inline, &[("Stop", cmd())]).unwrap_err();
+        let e = with_block(inline, &[("Stop", cmd())], P).unwrap_err();
         assert!(e.contains("[[hooks.Stop]]"), "{e}");
-        let e = with_block("a = = b", &[("Stop", cmd())]).unwrap_err();
+        let e = with_block("a = = b", &[("Stop", cmd())], P).unwrap_err();
         assert!(e.contains("not valid TOML"), "{e}");
     }
 
     #[test]
     fn a_command_with_quotes_and_backslashes_is_written_as_a_toml_string() {
         let c = "/opt/it's \"here\"\\bin/hooks-app claude-hook".to_owned();
-        let with = with_block(MINE, &[("Stop", c.clone())]).unwrap();
+        let with = with_block(MINE, &[("Stop", c.clone())], P).unwrap();
         let doc = parse(&with).unwrap();
         assert!(
             handlers(&doc)

@@ -37,6 +37,7 @@ pub fn places(ctx: &Context) -> hooks_claude_code::files::Places {
     hooks_claude_code::files::Places {
         claude_home: ctx.claude_home.clone(),
         project: ctx.here.clone(),
+        program: ctx.program.clone(),
     }
 }
 
@@ -84,7 +85,7 @@ fn codex_uses_toml(ctx: &Context) -> bool {
 /// The events of `config.toml` that hold this app's handlers.
 fn codex_toml_installed(ctx: &Context) -> Vec<String> {
     codex_config_text(ctx)
-        .map(|t| codex_toml::installed_events(&t))
+        .map(|t| codex_toml::installed_events(&t, &ctx.program))
         .unwrap_or_default()
 }
 
@@ -101,7 +102,7 @@ fn codex_json_ours(ctx: &Context) -> Vec<(String, usize, usize)> {
         for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
             let handlers = group.get("hooks").and_then(Value::as_array);
             for (i, h) in handlers.into_iter().flatten().enumerate() {
-                if is_ours(h) {
+                if is_ours(h, &ctx.program) {
                     out.push((ev.clone(), g, i));
                 }
             }
@@ -129,7 +130,7 @@ pub fn codex_trusted(ctx: &Context) -> bool {
     let json = codex_json_ours(ctx)
         .into_iter()
         .map(|p| (codex_hooks_path(ctx), p));
-    let toml = codex_toml::ours(&config)
+    let toml = codex_toml::ours(&config, &ctx.program)
         .into_iter()
         .map(|p| (codex_config_path(ctx), p));
     let stops: Vec<_> = json
@@ -181,7 +182,7 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
     if scope != Scope::Project {
         return Ok(format!("{} claude-hook{args}", ctx.self_command()?));
     }
-    let mut cmd = String::from("hooks-app");
+    let mut cmd = ctx.program.clone();
     if ctx.done_marker != hooks_core::DONE_MARKER {
         cmd.push_str(" --done-marker ");
         cmd.push_str(&crate::fsutil::shell_quote(&ctx.done_marker));
@@ -189,7 +190,8 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
     // Where hooks-app is missing, the event on stdin is still read (a hook that exits
     // without reading it leaves Claude Code writing into a closed pipe), and the exit is 0.
     Ok(format!(
-        "command -v hooks-app >/dev/null 2>&1 && exec {cmd} claude-hook{args} || cat >/dev/null"
+        "command -v {} >/dev/null 2>&1 && exec {cmd} claude-hook{args} || cat >/dev/null",
+        ctx.program
     ))
 }
 
@@ -252,18 +254,18 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
         return install_codex_toml(ctx, a, &commands);
     }
     let mut expected = s.map.clone();
-    strip_ours(&mut expected);
+    strip_ours(&mut expected, &ctx.program);
     for (ev, h) in &wanted {
         add(&mut expected, ev, h.clone());
     }
     // Already installed as wanted, wherever the entries sit: leave the file alone, and
     // still apply the daemon's options given.
-    if same_entries(&s.map, &expected) {
+    if same_entries(&s.map, &expected, &ctx.program) {
         apply(&s, s.text.as_deref(), a.dry_run, "installed")?;
         return daemon_setup(ctx, a).and_then(|()| queue_after_install(ctx, a));
     }
     let original = s.text.clone().unwrap_or_else(|| "{}".into());
-    let (mut text, _) = strip_text(original.clone())?;
+    let (mut text, _) = strip_text(original.clone(), &ctx.program)?;
     let st = jsonedit::style_of(&original, &reparse(&original)?);
     let mut record = Created::load(&ctx.data_dir);
     let mut created = record.get(&path).unwrap_or_default();
@@ -330,7 +332,7 @@ pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
 fn install_codex_toml(ctx: &Context, a: &InstallOptions, wanted: &[(&str, String)]) -> AppResult {
     let path = codex_config_path(ctx);
     let original = codex_config_text(ctx).unwrap_or_default();
-    let text = codex_toml::with_block(&original, wanted)
+    let text = codex_toml::with_block(&original, wanted, &ctx.program)
         .map_err(|e| AppError::invalid(format!("{}: {e}; nothing was written", path.display())))?;
     if a.dry_run && text != original {
         // Only the block: the rest of config.toml (keys, tokens) is not repeated.
@@ -361,13 +363,14 @@ fn uninstall_codex_toml(ctx: &Context, dry_run: bool) -> AppResult<bool> {
     let Some(original) = codex_config_text(ctx) else {
         return Ok(false);
     };
-    let (text, found) = codex_toml::strip(&original);
+    let (text, found) = codex_toml::strip(&original, &ctx.program);
     if !found {
         return Ok(false);
     }
     if dry_run {
         crate::say!(
-            "would take hooks-app's block out of {}",
+            "would take {}'s block out of {}",
+            ctx.program,
             codex_config_path(ctx).display()
         );
         return Ok(true);
@@ -405,7 +408,7 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
         );
         return Ok(());
     };
-    let (mut text, emptied) = strip_text(original)?;
+    let (mut text, emptied) = strip_text(original, &ctx.program)?;
     let mut record = Created::load(&ctx.data_dir);
     let created = record.get(&path);
     let mut remove_file = false;
