@@ -8,8 +8,9 @@
 //! in `<data-dir>/installed.json`), so install then uninstall gives the file back byte for
 //! byte. A symlinked file is written through to its target. Running `install` twice changes
 //! nothing; an invalid settings file is refused and left as it was; `--dry-run` shows the
-//! change and makes none. Entries of this app are recognised by their command: a program
-//! named `hooks-app` followed by `claude-hook`. With the `stop` trigger, a `SessionEnd`
+//! change and makes none. Entries of this app are recognised by their command: this
+//! binary's own file name (`hooks-app`, or a team's build: [`Context::program`]) followed
+//! by `claude-hook`; another binary's entries are left alone. With the `stop` trigger, a `SessionEnd`
 //! entry without `--on` is added too: it only wakes follow-ups waiting for the
 //! conversation to be closed. A `StopFailure` entry is always added: a turn stopped by a
 //! usage limit or an outage queues the `conversation-failed` hooks.
