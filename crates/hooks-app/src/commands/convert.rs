@@ -22,7 +22,7 @@ pub fn flags(g: &Global) -> Flags {
         any_host: g.any_host,
         store_poll: g.store_poll,
         from_hook: g.from_hook,
-        program: crate::compose::this_program(),
+        program: crate::output::program().to_owned(),
     }
 }
 

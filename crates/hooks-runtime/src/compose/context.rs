@@ -30,7 +30,7 @@ pub struct Flags {
     /// settings `env` reaches every hook), and the defaults come from the user database's
     /// home, not `$HOME` or `$XDG_DATA_HOME`.
     pub from_hook: bool,
-    /// The file name of this binary ([`this_program`]): the program its settings entries
+    /// The file name of this binary ([`crate::output::program`]): the program its settings entries
     /// name, and the one its messages tell the person to run.
     pub program: String,
 }
@@ -284,12 +284,6 @@ impl Context {
         }
         Ok(cmd)
     }
-}
-
-/// The file name of the running binary, as the settings entries `install` writes name it
-/// (`hooks-app` where it cannot be told).
-pub fn this_program() -> String {
-    crate::output::program().to_owned()
 }
 
 /// A program name as entries and messages carry it: a file name a shell word can hold.
