@@ -1,8 +1,8 @@
-//! `cargo xtask mutants`: proves the store contract catches the mistakes stores make.
+//! `cargo xtask mutants`: proves the contracts catch the mistakes stores and runners make.
 //!
 //! Each mutant plants one typical store mistake in the in-memory store (through the queue
-//! helpers it shares with the JSON store) or in the JSON store, runs that store's contract
-//! tests, and expects them to fail; the file is then put back byte for byte, its
+//! helpers it shares with the JSON store), in the JSON store or in the example's runner,
+//! runs that adapter's contract tests, and expects them to fail; the file is then put back byte for byte, its
 //! modification time too, so no other build notices. A mutant the contract misses, or one
 //! that no longer applies (the code it mutates changed), fails the step: keep this list with
 //! the code. The builds go to `target/mutants`, apart from the everyday ones.
@@ -314,6 +314,48 @@ const MUTANTS: &[Mutant] = &[
         file: JSON_DTO,
         from: "queued_at: self.queued_at.as_deref().and_then(stamp::parse),\n            retries,",
         to: "queued_at: None,\n            retries,",
+    },
+    Mutant {
+        what: "a hook's skip_cron not read back (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "o.skip_cron = self.skip_cron.unwrap_or(false);",
+        to: "o.skip_cron = true;",
+    },
+    Mutant {
+        what: "a hook's context cap not kept (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "self.max_context_k = Some(Value::from(hook.max_context.k()));",
+        to: "self.max_context_k = Some(Value::from(0));",
+    },
+    Mutant {
+        what: "a run's exit code lost (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "o.exit_code = self.exit_code;",
+        to: "o.exit_code = None;",
+    },
+    Mutant {
+        what: "a run's output tokens lost (JSON)",
+        suite: Suite::Json,
+        file: JSON_DTO,
+        from: "o.output_tokens = u.output_tokens;",
+        to: "o.output_tokens = None;",
+    },
+    Mutant {
+        what: "a patch's skipSubagents not applied",
+        suite: Suite::InMemory,
+        file: MODEL,
+        from: "hook.skip_subagents = v;",
+        to: "let _ = v;",
+    },
+    Mutant {
+        what: "a change made without the store's lock (JSON)",
+        suite: Suite::Json,
+        file: JSON,
+        from: "let _lock = self.lock()?;\n        let mut state = self.read_state()?;\n        let (out, changed) = f(&mut state)?;",
+        to: "let mut state = self.read_state()?;\n        let (out, changed) = f(&mut state)?;",
     },
 ];
 

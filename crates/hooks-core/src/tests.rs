@@ -949,13 +949,17 @@ fn every_contract_check_is_in_a_macro() {
 }
 
 fn checks_are_expanded(src: &str) {
-    // A check's name in a macro's list is the only place it stands alone on its line.
+    // A check's name in a macro's list is the only place it stands alone on its line; a
+    // check a macro calls on its own (on a runtime of its own) is called by its path.
     let macros = src;
     let missing: Vec<&str> = src
         .split("pub async fn ")
         .skip(1)
         .filter_map(|rest| rest.split('(').next())
-        .filter(|name| !macros.contains(&format!("            {name},\n")))
+        .filter(|name| {
+            !macros.contains(&format!("            {name},\n"))
+                && !macros.contains(&format!("$crate::testing::contract::{name}(\n"))
+        })
         .collect();
     assert!(missing.is_empty(), "checks no macro runs: {missing:?}");
 }

@@ -65,7 +65,9 @@ async fn new_hook(store: &dyn HookStore, name: &str) -> Hook {
 /// Expands into one `#[tokio::test]` for each [`HookStore`] check of the contract, each on
 /// a fresh store from `$make`: a closure returning `(keep, Arc<dyn HookStore>)`, where
 /// `keep` lives as long as the test (a temporary folder, a database). Invoke it inside a
-/// module of its own: the tests are named after the checks.
+/// module of its own: the tests are named after the checks. One check runs on tokio's
+/// multi-threaded runtime: the adapter's dev-dependency on tokio needs the
+/// `rt-multi-thread` and `macros` features.
 #[macro_export]
 macro_rules! hook_store_contract {
     ($make:expr) => {
@@ -97,6 +99,19 @@ macro_rules! hook_store_contract {
             budget,
             pause_holds_what_was_set,
         );
+        // One handle used from several threads at once.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn claims_and_enqueues_at_once() {
+            let (_keep, store) = ($make)();
+            $crate::testing::contract::claims_and_enqueues_at_once(
+                store.clone(),
+                store,
+                &|task| ::std::boxed::Box::pin(async move {
+                    ::tokio::spawn(task).await.expect("a contract task panicked")
+                }),
+            )
+            .await;
+        }
     };
     (@checks $make:expr; $($check:ident),+ $(,)?) => {
         $(
@@ -132,7 +147,8 @@ macro_rules! session_store_contract {
     };
 }
 
-/// Expands into one `#[tokio::test]` for each [`StoreSignals`] check. `$make` returns
+/// Expands into one `#[tokio::test]` for each [`StoreSignals`] check, and the check that two
+/// handles claim and enqueue at once ([`claims_and_enqueues_at_once`]). `$make` returns
 /// `(keep, a, b)`: two handles on one fresh store, as two processes would hold it, each an
 /// `Arc` of a type that is both a [`HookStore`] and [`StoreSignals`].
 #[macro_export]
@@ -143,6 +159,19 @@ macro_rules! store_signals_contract {
             signals_another_handles_write_wakes_the_watcher,
             signals_a_fresh_store_exists_and_has_nothing_to_clean,
         );
+        // Two handles, as two processes hold them, used at once.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+        async fn two_handles_claim_and_enqueue_at_once() {
+            let (_keep, a, b) = ($make)();
+            $crate::testing::contract::claims_and_enqueues_at_once(
+                a,
+                b,
+                &|task| ::std::boxed::Box::pin(async move {
+                    ::tokio::spawn(task).await.expect("a contract task panicked")
+                }),
+            )
+            .await;
+        }
     };
     (@checks $make:expr; $($check:ident),+ $(,)?) => {
         $(
@@ -155,57 +184,192 @@ macro_rules! store_signals_contract {
     };
 }
 
+/// Every setting of a hook, in one comparable value: what a store must keep of each.
+#[derive(Debug, PartialEq)]
+struct Settings {
+    name: String,
+    event: Event,
+    delay: u32,
+    prompt_file: String,
+    enabled: bool,
+    skip_cron: bool,
+    skip_subagents: bool,
+    max_context_k: u32,
+    max_cost_usd: Option<f64>,
+    max_lateness: u32,
+    errors: Vec<&'static str>,
+    deliver: Delivery,
+    agent: AgentScope,
+}
+
+fn settings_of(h: &Hook) -> Settings {
+    Settings {
+        name: h.name.clone(),
+        event: h.event,
+        delay: h.delay.seconds(),
+        prompt_file: h.prompt_file.to_string(),
+        enabled: h.enabled,
+        skip_cron: h.skip_cron,
+        skip_subagents: h.skip_subagents,
+        max_context_k: h.max_context.k(),
+        max_cost_usd: h.max_cost.usd(),
+        max_lateness: h.max_lateness.seconds(),
+        errors: h.errors.names(),
+        deliver: h.deliver,
+        agent: h.agent.clone(),
+    }
+}
+
+/// A hook spec whose every setting differs from the default one.
+fn unusual_spec(name: &str) -> HookSpec {
+    let pf = PromptFile::parse(".claude/agents/hooks/unusual.md").expect("valid prompt file");
+    let mut spec = HookSpec::new(name, pf).expect("valid spec");
+    spec.event = Event::ConversationFailed;
+    spec.delay = Delay::from_seconds(42).expect("delay");
+    spec.enabled = false;
+    spec.skip_cron = false;
+    spec.skip_subagents = false;
+    spec.max_context = ContextCap::from_k(80).expect("context cap");
+    spec.max_cost = CostCap::from_usd(0.25).expect("cost");
+    spec.max_lateness = MaxLateness::from_seconds(300).expect("lateness");
+    spec.errors = FailureKinds::new(&["rate_limit", "overloaded"]).expect("kinds");
+    spec.deliver = Delivery::Closed;
+    spec.agent = AgentScope::Only("codex".into());
+    spec
+}
+
 /// Create, get, update (every field) and delete a hook; a missing one is `HookNotFound`.
+/// Every setting comes back as written, from create and from each field of a patch.
 pub async fn crud(store: &dyn HookStore) {
-    let h = new_hook(store, "Tidy up").await;
+    let spec = unusual_spec("Tidy up");
+    let h = store
+        .create_hook(spec.clone(), t0())
+        .await
+        .expect("create hook");
     assert_eq!(
         h.id.as_str(),
         "tidy-up",
         "create: the id is the slug of the name"
+    );
+    let mut want = spec.into_hook(h.id.clone(), t0());
+    assert_eq!(
+        settings_of(&h),
+        settings_of(&want),
+        "create keeps every setting of the spec"
     );
     let got = store
         .get_hook(&h.id)
         .await
         .expect("get")
         .expect("created hook is there");
+    assert_eq!(
+        settings_of(&got),
+        settings_of(&want),
+        "every setting of a created hook is read back"
+    );
     assert_eq!(got, h, "get returns what create returned");
     let patch = HookPatch {
-        delay: Some(Delay::from_seconds(42).expect("delay")),
-        enabled: Some(false),
-        max_lateness: Some(MaxLateness::from_seconds(600).expect("lateness")),
+        name: Some("Tidied".into()),
+        event: Some(Event::ConversationDone),
+        delay: Some(Delay::from_seconds(7).expect("delay")),
+        prompt_file: Some(PromptFile::parse(".claude/agents/hooks/other.md").expect("file")),
+        enabled: Some(true),
+        skip_cron: Some(true),
+        skip_subagents: Some(true),
+        max_context: Some(ContextCap::from_k(120).expect("context cap")),
         max_cost: Some(CostCap::from_usd(0.5).expect("cost")),
-        deliver: Some(Delivery::Closed),
-        event: Some(Event::ConversationFailed),
+        max_lateness: Some(MaxLateness::from_seconds(600).expect("lateness")),
         errors: Some(FailureKinds::new(&["overloaded"]).expect("kinds")),
-        ..Default::default()
+        deliver: Some(Delivery::Auto),
+        agent: Some(AgentScope::Only("claude".into())),
     };
     let upd = store.update_hook(&h.id, &patch).await.expect("update");
+    // Written out, not `HookPatch::apply`: the check holds that too.
+    want.name = "Tidied".into();
+    want.event = Event::ConversationDone;
+    want.delay = Delay::from_seconds(7).expect("delay");
+    want.prompt_file = PromptFile::parse(".claude/agents/hooks/other.md").expect("file");
+    want.enabled = true;
+    want.skip_cron = true;
+    want.skip_subagents = true;
+    want.max_context = ContextCap::from_k(120).expect("context cap");
+    want.max_cost = CostCap::from_usd(0.5).expect("cost");
+    want.max_lateness = MaxLateness::from_seconds(600).expect("lateness");
+    want.errors = FailureKinds::new(&["overloaded"]).expect("kinds");
+    want.deliver = Delivery::Auto;
+    want.agent = AgentScope::Only("claude".into());
     assert_eq!(
-        (
-            upd.delay.seconds(),
-            upd.enabled,
-            upd.max_lateness.seconds(),
-            upd.max_cost.usd(),
-            upd.deliver,
-            upd.event,
-            upd.errors.names()
-        ),
-        (
-            42,
-            false,
-            600,
-            Some(0.5),
-            Delivery::Closed,
-            Event::ConversationFailed,
-            vec!["overloaded"]
-        ),
-        "update applies the patch, every field of it"
+        (upd.id.as_str(), settings_of(&upd)),
+        ("tidy-up", settings_of(&want)),
+        "update applies the patch, every field of it, and keeps the id"
+    );
+    assert_eq!(
+        settings_of(&store.get_hook(&h.id).await.expect("get").expect("hook")),
+        settings_of(&want),
+        "every patched setting is read back"
     );
     assert_eq!(
         store.get_hook(&h.id).await.expect("get").expect("hook"),
         upd,
         "update is durable"
     );
+    // Each field on its own, back the other way: a patch sets what it names and only that.
+    let back = unusual_spec("Tidy up");
+    type Set = fn(&mut Hook, &HookSpec);
+    let one_by_one: [(&str, HookPatch, Set); 5] = [
+        (
+            "enabled",
+            HookPatch {
+                enabled: Some(back.enabled),
+                ..Default::default()
+            },
+            |h, b| h.enabled = b.enabled,
+        ),
+        (
+            "skipCron",
+            HookPatch {
+                skip_cron: Some(back.skip_cron),
+                ..Default::default()
+            },
+            |h, b| h.skip_cron = b.skip_cron,
+        ),
+        (
+            "skipSubagents",
+            HookPatch {
+                skip_subagents: Some(back.skip_subagents),
+                ..Default::default()
+            },
+            |h, b| h.skip_subagents = b.skip_subagents,
+        ),
+        (
+            "maxContext",
+            HookPatch {
+                max_context: Some(back.max_context),
+                ..Default::default()
+            },
+            |h, b| h.max_context = b.max_context,
+        ),
+        (
+            "deliver",
+            HookPatch {
+                deliver: Some(back.deliver),
+                ..Default::default()
+            },
+            |h, b| h.deliver = b.deliver,
+        ),
+    ];
+    for (field, one, set) in one_by_one {
+        set(&mut want, &back);
+        store
+            .update_hook(&h.id, &one)
+            .await
+            .expect("update one field");
+        assert_eq!(
+            settings_of(&store.get_hook(&h.id).await.expect("get").expect("hook")),
+            settings_of(&want),
+            "a patch of {field} alone sets it and keeps the rest"
+        );
+    }
     let missing = HookId::parse("nope").expect("id");
     assert!(
         matches!(
@@ -816,6 +980,94 @@ pub async fn summary_agrees_with_the_queue(store: &dyn HookStore) {
     );
 }
 
+/// A future the contract hands the test's runtime, to run on a thread of its own.
+pub type Task = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'static>>;
+
+/// Two handles on one store (or one handle twice) used at once from several threads:
+/// workers on each enqueue entries of their own, claim what is due and complete it. Every
+/// entry is claimed exactly once: none is lost, none is claimed twice, and the queue is
+/// empty after. `spawn` starts a task on the runtime's threads and returns a future that
+/// ends with it.
+pub async fn claims_and_enqueues_at_once(
+    a: std::sync::Arc<dyn HookStore>,
+    b: std::sync::Arc<dyn HookStore>,
+    spawn: &dyn Fn(Task) -> Task,
+) {
+    const WORKERS: usize = 4;
+    const EACH: usize = 10;
+    let h = new_hook(&*a, "at once").await;
+    let claimed = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let ttl = Duration::minutes(10);
+    let mut running = Vec::new();
+    for w in 0..WORKERS {
+        let store = if w % 2 == 0 { a.clone() } else { b.clone() };
+        let (h, claimed) = (h.id.clone(), claimed.clone());
+        running.push(spawn(Box::pin(async move {
+            let owner = format!("worker-{w}");
+            for i in 0..EACH {
+                let s = format!("w{w}-{i}");
+                let r = store
+                    .enqueue(vec![entry(&h, &s, t0())])
+                    .await
+                    .expect("enqueue");
+                assert_eq!(
+                    r,
+                    [EnqueueResult::Queued],
+                    "an entry of its own session is added"
+                );
+                let got = store.claim_due(t0(), &owner, ttl, 1).await.expect("claim");
+                for p in got {
+                    claimed
+                        .lock()
+                        .expect("the list")
+                        .push(p.session_id.to_string());
+                    store
+                        .complete(&p.key(), &owner, None)
+                        .await
+                        .expect("complete");
+                }
+            }
+        })));
+    }
+    for r in running {
+        r.await;
+    }
+    loop {
+        let got = a.claim_due(t0(), "last", ttl, 100).await.expect("claim");
+        if got.is_empty() {
+            break;
+        }
+        for p in got {
+            claimed
+                .lock()
+                .expect("the list")
+                .push(p.session_id.to_string());
+            a.complete(&p.key(), "last", None).await.expect("complete");
+        }
+    }
+    let mut all = claimed.lock().expect("the list").clone();
+    all.sort();
+    let mut once = all.clone();
+    once.dedup();
+    assert_eq!(
+        all.len(),
+        once.len(),
+        "an entry claimed twice: {:?}",
+        all.windows(2).filter(|w| w[0] == w[1]).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        once.len(),
+        WORKERS * EACH,
+        "every entry queued at once is claimed once; lost: {:?}",
+        (0..WORKERS)
+            .flat_map(|w| (0..EACH).map(move |i| format!("w{w}-{i}")))
+            .filter(|s| !once.contains(s))
+            .collect::<Vec<_>>()
+    );
+    let left = a.snapshot().await.expect("snapshot").pending;
+    assert!(left.is_empty(), "completed entries are gone: {left:?}");
+}
+
 /// A hook's history keeps the newest firings, two in one second both.
 pub async fn history_cap(store: &dyn HookStore) {
     let h = new_hook(store, "history").await;
@@ -871,8 +1123,10 @@ pub async fn history_cap(store: &dyn HookStore) {
     assert_eq!(hook.last_status, Some(Status::error("boom")));
 }
 
-/// The run log keeps and filters runs, oldest first.
+/// The run log keeps every field of every run (its exit code, tokens, owner and process
+/// too) and filters runs, oldest first.
 pub async fn run_log(store: &dyn HookStore) {
+    let mut appended = Vec::new();
     let h1 = HookId::parse("h1").expect("id");
     let h2 = HookId::parse("h2").expect("id");
     for (i, (h, s)) in [(&h1, "a"), (&h2, "a"), (&h1, "b"), (&h1, "a")]
@@ -883,24 +1137,27 @@ pub async fn run_log(store: &dyn HookStore) {
             run_id: None,
             hook_id: h.clone(),
             session_id: sid(s),
-            owner: None,
-            process: None,
+            owner: (i == 0).then(|| "host-a:41".to_owned()),
+            process: (i == 0).then_some(ProcessRef {
+                pid: 4242,
+                start: 99,
+            }),
             started_at: t0() + Duration::seconds(i as i64),
             finished_at: Some(t0() + Duration::seconds(i as i64 + 1)),
             outcome: RunOutcome {
                 api_error_status: None,
                 status: Some(Status::Ok),
-                exit_code: Some(0),
+                exit_code: Some(i as i32 + 1),
                 completed: Some(i % 2 == 0),
-                num_turns: Some(1),
+                num_turns: Some(i as u64 + 1),
                 cost_usd: Some(0.5),
                 usage: Some(Usage {
                     input_tokens: Some(1),
                     cache_creation_input_tokens: Some(2),
                     cache_read_input_tokens: None,
-                    output_tokens: Some(4),
+                    output_tokens: Some(40 + i as u64),
                 }),
-                duration_ms: Some(1000),
+                duration_ms: Some(1000 + i as u64),
                 session_id: Some(s.to_owned()),
                 result_text: (i == 0).then(|| "Tidied up.\n\"quoted\" ✓\nCOMPLETED".to_owned()),
             },
@@ -909,9 +1166,20 @@ pub async fn run_log(store: &dyn HookStore) {
             delivered: i == 0,
         };
         store.append_run(&rec).await.expect("append");
+        appended.push(rec);
     }
     let all = store.runs(&RunFilter::default()).await.expect("runs");
     assert_eq!(all.len(), 4, "every run is kept");
+    for (got, mut want) in all.iter().zip(appended) {
+        // What the agent said of its own conversation and the API's status are read once,
+        // as the run ends; a store need not keep them.
+        want.outcome.session_id = got.outcome.session_id.clone();
+        want.outcome.api_error_status = got.outcome.api_error_status;
+        assert_eq!(
+            got, &want,
+            "a run comes back with every field as appended (exit code, tokens, owner, process, ...)"
+        );
+    }
     assert_eq!(
         all[0].outcome.usage.and_then(|u| u.cache_read_input_tokens),
         None,
@@ -1399,23 +1667,22 @@ pub async fn sessions_list_and_prune(store: &dyn SessionStore) {
 /// `import_hook` writes the hook exactly as given (its id, status, history and every
 /// setting), and over a hook with its id replaces it rather than adding a second.
 pub async fn import_writes_the_whole_hook(store: &dyn HookStore) {
-    let pf = PromptFile::parse(".claude/agents/hooks/x.md").expect("valid prompt file");
     let id = HookId::parse("imported-1").expect("id");
-    let mut h = HookSpec::new("Imported", pf)
-        .expect("spec")
-        .into_hook(id.clone(), t0());
-    h.enabled = false;
-    h.deliver = Delivery::Closed;
-    h.agent = AgentScope::Only("codex".into());
-    h.max_lateness = MaxLateness::from_seconds(900).expect("lateness");
+    let mut h = unusual_spec("Imported").into_hook(id.clone(), t0());
     h.last_status = Some(Status::error("boom"));
     h.history.push(t0(), "s1");
     store.import_hook(&h).await.expect("import");
+    let got = store
+        .get_hook(&id)
+        .await
+        .expect("get")
+        .expect("imported hook");
     assert_eq!(
-        store.get_hook(&id).await.expect("get"),
-        Some(h.clone()),
-        "import writes the whole hook as given"
+        settings_of(&got),
+        settings_of(&h),
+        "import keeps every setting as given"
     );
+    assert_eq!(got, h, "import writes the whole hook as given");
     h.name = "Renamed".into();
     h.history.push(t0() + Duration::seconds(1), "s2");
     store.import_hook(&h).await.expect("import again");
