@@ -1,9 +1,9 @@
 //! `cargo xtask mutants`: proves the contracts catch the mistakes stores and runners make.
 //!
-//! Each mutant plants one typical store mistake in the in-memory store (through the queue
-//! helpers it shares with the JSON store), in the JSON store or in the example's runner,
-//! runs that adapter's contract tests, and expects them to fail; the file is then put back byte for byte, its
-//! modification time too, so no other build notices. A mutant the contract misses, or one
+//! Each mutant plants one typical mistake in the in-memory store (through the queue helpers
+//! it shares with the JSON store), in the JSON store or in the example's runner, runs that
+//! adapter's contract tests, and expects them to fail; the file is then put back byte for
+//! byte, its modification time too, so no other build notices. A mutant the contract misses, or one
 //! that no longer applies (the code it mutates changed), fails the step: keep this list with
 //! the code. The builds go to `target/mutants`, apart from the everyday ones.
 
@@ -17,6 +17,7 @@ use crate::{cargo, root};
 enum Suite {
     InMemory,
     Json,
+    ExampleRunner,
 }
 
 impl Suite {
@@ -41,6 +42,15 @@ impl Suite {
                 "it",
                 "contract_on_the_json_store",
             ]),
+            Suite::ExampleRunner => c.args([
+                "test",
+                "-q",
+                "-p",
+                "hooks-example-script-agent",
+                "--test",
+                "runner_contract",
+                "runner_ends_a_run_at_its_timeout",
+            ]),
         };
         c
     }
@@ -61,6 +71,7 @@ const MEMORY: &str = "crates/hooks-core/src/testing.rs";
 const JSON: &str = "crates/hooks-store-json/src/lib.rs";
 const JSON_DTO: &str = "crates/hooks-store-json/src/dto.rs";
 const PORTS: &str = "crates/hooks-core/src/ports.rs";
+const EXAMPLE: &str = "examples/script-agent/src/lib.rs";
 
 const MUTANTS: &[Mutant] = &[
     Mutant {
@@ -356,6 +367,13 @@ const MUTANTS: &[Mutant] = &[
         file: JSON,
         from: "let _lock = self.lock()?;\n        let mut state = self.read_state()?;\n        let (out, changed) = f(&mut state)?;",
         to: "let mut state = self.read_state()?;\n        let (out, changed) = f(&mut state)?;",
+    },
+    Mutant {
+        what: "a timeout that ends only the agent's leader (example runner)",
+        suite: Suite::ExampleRunner,
+        file: EXAMPLE,
+        from: "libc::killpg(pid, libc::SIGKILL);",
+        to: "libc::kill(pid, libc::SIGKILL);",
     },
 ];
 

@@ -80,6 +80,47 @@ pub fn end_group_leftovers(leader: u32, leader_start: u64, marker: &str) -> usiz
     pids.len()
 }
 
+/// Whether process `pid` is still alive once `grace` has passed: a process killed a moment
+/// ago may take a little while to go, so this asks again until it is gone or `grace` is up.
+pub fn outlives(pid: u32, grace: std::time::Duration) -> bool {
+    let until = std::time::Instant::now() + grace;
+    loop {
+        if !process(pid).is_some_and(|p| p.alive) {
+            return false;
+        }
+        if std::time::Instant::now() >= until {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// For a runner's tests: the process whose id a test agent wrote to `pid_file`, and whether
+/// it [outlives](outlives) `grace`; one that does is ended (SIGKILL, by its id), so a
+/// failing check leaves nothing running. `None` when the file holds no process id.
+pub fn recorded_child_outlives(
+    pid_file: &std::path::Path,
+    grace: std::time::Duration,
+) -> Option<(u32, bool)> {
+    let pid: u32 = std::fs::read_to_string(pid_file)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let alive = outlives(pid, grace);
+    if alive
+        && let Ok(p) = libc::pid_t::try_from(pid)
+        && p > 1
+    {
+        // SAFETY: kill(2) has no memory effects; the pid is the test agent's own child,
+        // checked alive just above.
+        unsafe {
+            libc::kill(p, libc::SIGKILL);
+        }
+    }
+    Some((pid, alive))
+}
+
 /// Sends `sig` to the process group `pgid` (a runner's child leads its own), by its id; a
 /// group id of 0 or 1 (which would name the caller's group or every process) is never
 /// signalled.

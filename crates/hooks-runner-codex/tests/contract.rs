@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use hooks_core::ports::{RunRequest, Runner};
 use hooks_core::prompt::{Prompt, RunOptions};
-use hooks_core::testing::runner_contract::{AgentScript, RunnerFixture};
+use hooks_core::testing::runner_contract::{AgentScript, HungChild, RunnerFixture};
 use hooks_core::{HookId, ProcessRef, SessionId};
 use hooks_runner_codex::{CodexConfig, CodexRunner};
 use hooks_testkit::write_script;
@@ -68,7 +68,10 @@ impl RunnerFixture for Fixture {
                     serde_json::json!({"type": "turn.failed", "error": {"message": "exceeded retry limit, last status: 429 Too Many Requests"}}),
                 ])
             ),
-            AgentScript::Hang => "sleep 100000 & sleep 100000".to_owned(),
+            AgentScript::Hang => format!(
+                "sleep 100000 & echo $! > '{}'; exec sleep 100000",
+                self.dir.path().join("child").display()
+            ),
             other => panic!("no fake codex for {other:?}"),
         };
         let path = self.dir.path().join(format!(
@@ -106,6 +109,13 @@ impl RunnerFixture for Fixture {
                 .ok()
                 .map(|s| s.trim().to_owned()),
         )
+    }
+
+    fn hung_child(&self) -> HungChild {
+        HungChild::recorded(hooks_platform::process::recorded_child_outlives(
+            &self.dir.path().join("child"),
+            Duration::from_secs(10),
+        ))
     }
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hooks_core::ports::{RunRequest, Runner};
 use hooks_core::prompt::{Prompt, RunOptions};
-use hooks_core::testing::runner_contract::{AgentScript, RunnerFixture};
+use hooks_core::testing::runner_contract::{AgentScript, HungChild, RunnerFixture};
 use hooks_core::{HookId, ProcessRef, SessionId};
 use hooks_runner_webhook::{WebhookConfig, WebhookRunner};
 use hooks_testkit::http::serve_once;
@@ -70,6 +70,11 @@ impl RunnerFixture for Fixture {
     /// request's `hookId`).
     fn follow_up_seen(&self) -> Option<Option<String>> {
         None
+    }
+
+    /// The backend's agent runs on no process of this host.
+    fn hung_child(&self) -> HungChild {
+        HungChild::Elsewhere
     }
 }
 

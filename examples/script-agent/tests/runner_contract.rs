@@ -7,7 +7,7 @@ use std::time::Duration;
 use hooks_app::RunnerMake;
 use hooks_core::ports::{RunRequest, Runner};
 use hooks_core::prompt::{Prompt, RunOptions};
-use hooks_core::testing::runner_contract::{AgentScript, RunnerFixture};
+use hooks_core::testing::runner_contract::{AgentScript, HungChild, RunnerFixture};
 use hooks_core::{HookId, ProcessRef, SessionId};
 use hooks_example_script_agent::script_runner;
 
@@ -35,7 +35,10 @@ impl RunnerFixture for Fixture {
             ),
             AgentScript::Fail => "cat >/dev/null; echo boom >&2; exit 3".to_owned(),
             AgentScript::RateLimited => "cat >/dev/null; exit 75".to_owned(),
-            AgentScript::Hang => "sleep 100000 & sleep 100000".to_owned(),
+            AgentScript::Hang => format!(
+                "sleep 100000 & echo $! > '{}'; exec sleep 100000",
+                self.dir.path().join("child").display()
+            ),
             other => panic!("no script for {other:?}"),
         };
         let path = self.dir.path().join(format!(
@@ -68,6 +71,13 @@ impl RunnerFixture for Fixture {
                 .ok()
                 .map(|s| s.trim().to_owned()),
         )
+    }
+
+    fn hung_child(&self) -> HungChild {
+        HungChild::recorded(hooks_platform::process::recorded_child_outlives(
+            &self.dir.path().join("child"),
+            Duration::from_secs(10),
+        ))
     }
 }
 

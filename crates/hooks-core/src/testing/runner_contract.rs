@@ -29,8 +29,39 @@ pub enum AgentScript {
     Fail,
     /// Is refused by its API with a rate limit (HTTP 429).
     RateLimited,
-    /// Never ends, and starts a child that never ends either.
+    /// Never ends, and starts a child that never ends either; the agent records the
+    /// child's process id where the fixture finds it ([`RunnerFixture::hung_child`]).
     Hang,
+}
+
+/// What became of the child the last [`AgentScript::Hang`] agent started, once its run
+/// ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HungChild {
+    /// The agent runs on no process of this host (a backend): nothing to look at.
+    Elsewhere,
+    /// The agent recorded no child: the fixture's hanging agent must record the one it
+    /// starts.
+    NotRecorded,
+    /// The child, by its process id, is gone.
+    Ended(u32),
+    /// The child, by its process id, outlived its run; the fixture has ended it since, so
+    /// a failing check leaves nothing running.
+    Outlived(u32),
+}
+
+impl HungChild {
+    /// From what a fixture found of the recorded child: its process id and whether it
+    /// outlived the run (`hooks_platform::process::recorded_child_outlives` gives this), or
+    /// nothing recorded.
+    pub fn recorded(found: Option<(u32, bool)>) -> Self {
+        match found {
+            None => HungChild::NotRecorded,
+            Some((pid, false)) => HungChild::Ended(pid),
+            Some((pid, true)) => HungChild::Outlived(pid),
+        }
+    }
 }
 
 /// What the contract needs of a runner's tests.
@@ -45,6 +76,10 @@ pub trait RunnerFixture: Send + Sync {
     /// The value the last run's agent saw in [`FOLLOW_UP_ENV`], as the fixture's agent
     /// recorded it; `None` when the agent runs where no variable reaches (a backend).
     fn follow_up_seen(&self) -> Option<Option<String>>;
+    /// What became of the child the last [`AgentScript::Hang`] agent started, asked once
+    /// its run has ended. A process killed a moment ago may take a little while to go: the
+    /// fixture allows it a few seconds (`hooks_platform::process::outlives`).
+    fn hung_child(&self) -> HungChild;
 }
 
 async fn run(f: &dyn RunnerFixture, script: &AgentScript, body: &str) -> crate::RunOutcome {
@@ -118,9 +153,10 @@ pub async fn runner_reports_a_rate_limit_as_429(f: &dyn RunnerFixture) {
     assert!(o.status.as_ref().is_some_and(|s| !s.is_ok()), "{o:?}");
 }
 
-/// A run over its timeout is ended, with what it started, and says so.
+/// A run over its timeout is ended, with every process the agent started, and says so.
 pub async fn runner_ends_a_run_at_its_timeout(f: &dyn RunnerFixture) {
-    let runner = f.runner(&AgentScript::Hang, Duration::from_secs(1));
+    // Time enough for the agent to start its child and record it, on a busy machine too.
+    let runner = f.runner(&AgentScript::Hang, Duration::from_secs(2));
     let handle = runner
         .start(&f.request("tidy up"))
         .await
@@ -133,6 +169,17 @@ pub async fn runner_ends_a_run_at_its_timeout(f: &dyn RunnerFixture) {
     );
     if let Some(p) = process {
         assert!(!f.is_alive(&p), "the run's process is ended: {p}");
+    }
+    match f.hung_child() {
+        HungChild::Elsewhere | HungChild::Ended(_) => {}
+        HungChild::NotRecorded => panic!(
+            "the hanging agent recorded no child: the fixture's Hang agent must start one \
+             and record its process id"
+        ),
+        HungChild::Outlived(pid) => panic!(
+            "the child the agent started (pid {pid}) outlived the run's timeout: end the \
+             agent's whole process group, not its leader only"
+        ),
     }
 }
 

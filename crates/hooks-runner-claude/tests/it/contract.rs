@@ -8,7 +8,7 @@ use std::time::Duration;
 use hooks_core::ProcessRef;
 use hooks_core::ports::{RunRequest, Runner};
 use hooks_core::prompt::RunOptions;
-use hooks_core::testing::runner_contract::{AgentScript, RunnerFixture};
+use hooks_core::testing::runner_contract::{AgentScript, HungChild, RunnerFixture};
 use hooks_testkit::{ClaudeEnv, MockApi, write_script};
 
 use super::*;
@@ -62,7 +62,10 @@ impl RunnerFixture for Fixture {
                     "is_error": true, "api_error_status": 429,
                     "result": "API Error: Request rejected (429)", "session_id": "abc-123"}))
             ),
-            AgentScript::Hang => "sleep 100000 & sleep 100000".to_owned(),
+            AgentScript::Hang => format!(
+                "sleep 100000 & echo $! > '{}'; exec sleep 100000",
+                self.work.join("child").display()
+            ),
             other => panic!("no fake claude for {other:?}"),
         };
         let path = self.env.dir.path().join(format!(
@@ -87,6 +90,13 @@ impl RunnerFixture for Fixture {
                 .ok()
                 .map(|s| s.trim().to_owned()),
         )
+    }
+
+    fn hung_child(&self) -> HungChild {
+        HungChild::recorded(hooks_platform::process::recorded_child_outlives(
+            &self.work.join("child"),
+            Duration::from_secs(10),
+        ))
     }
 }
 
