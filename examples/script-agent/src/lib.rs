@@ -4,7 +4,11 @@
 //!   agent of its own, a script): the prompt on its standard input, in the conversation's
 //!   project folder, in a process group of its own, ended at the run's timeout. Its reply
 //!   is its standard output; a last line `COMPLETED` marks the follow-up complete; exit 75
-//!   says its agent was rate limited.
+//!   says its agent was rate limited. A hook's cost cap reaches the script as
+//!   `HOOKS_MAX_COST_USD`, and what the script says it spent (a line `cost-usd: N` on its
+//!   standard error) is recorded, so caps and the daily budget hold; the options a script
+//!   cannot take (a model, tools, turns, a permission mode, a system prompt) are refused,
+//!   each by name.
 //! - [`memory_store`]: the store kept in this process's memory (the core's reference
 //!   in-memory store): for a one-process tool or tests. Its tests hold it to the store
 //!   contract, as any store must be.
@@ -24,6 +28,42 @@ use tokio::io::AsyncWriteExt;
 
 /// The exit code (`EX_TEMPFAIL`) by which a script says its agent was rate limited.
 pub const RATE_LIMITED_EXIT: i32 = 75;
+
+/// The variable that tells a script the most its run may spend, in US dollars (the hook's
+/// cost cap); unset when the hook has none.
+pub const MAX_COST_ENV: &str = "HOOKS_MAX_COST_USD";
+
+/// How a script says what its run spent: a line of its standard error starting with this,
+/// then the amount in US dollars (the last such line counts).
+pub const COST_PREFIX: &str = "cost-usd:";
+
+/// The run options a script cannot honour that `options` sets, by their prompt-file names.
+pub fn options_it_cannot_take(options: &RunOptions) -> Vec<&'static str> {
+    [
+        ("model", options.model.is_some()),
+        ("permissionMode", options.permission_mode.is_some()),
+        ("maxTurns", options.max_turns.is_some()),
+        ("allowedTools", !options.allowed_tools.is_empty()),
+        ("appendSystemPrompt", options.append_system_prompt.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(name, set)| set.then_some(name))
+    .chain(unknown(options).then_some("an option this runner does not know"))
+    .collect()
+}
+
+/// Whether `options` sets anything beyond the fields this runner knows of (a newer core's
+/// option): refused too, rather than dropped.
+fn unknown(options: &RunOptions) -> bool {
+    let mut rest = options.clone();
+    rest.model = None;
+    rest.permission_mode = None;
+    rest.max_turns = None;
+    rest.allowed_tools.clear();
+    rest.append_system_prompt = None;
+    rest.max_budget = hooks_core::CostCap::NONE;
+    rest != RunOptions::default()
+}
 
 /// Hands each follow-up to `program`.
 pub struct ScriptRunner {
@@ -48,15 +88,24 @@ pub fn script_runner(with: &RunnerMake<'_>) -> Result<Arc<dyn Runner>, String> {
 #[async_trait]
 impl Runner for ScriptRunner {
     async fn start(&self, request: &RunRequest) -> Result<Box<dyn RunHandle>, RunnerError> {
-        // A script takes a prompt, nothing else: a model or a tool list it could not honour
-        // is refused, never dropped.
-        if request.prompt.options != RunOptions::default() {
+        // A script takes a prompt and a cost cap: an option it could not honour is refused,
+        // by name, never dropped.
+        let refused = options_it_cannot_take(&request.prompt.options);
+        if !refused.is_empty() {
             return Err(RunnerError::Invalid(ValidationError::new(
-                "runOptions",
-                "the script runner takes no run options (model, tools, turns, …)",
+                refused[0],
+                format!(
+                    "the script runner takes the prompt and a cost cap only; it cannot honour {}",
+                    refused.join(", ")
+                ),
             )));
         }
-        let mut child = tokio::process::Command::new(&self.program)
+        let mut command = tokio::process::Command::new(&self.program);
+        command.env_remove(MAX_COST_ENV);
+        if let Some(usd) = request.prompt.options.max_budget.usd() {
+            command.env(MAX_COST_ENV, format!("{usd}"));
+        }
+        let mut child = command
             .current_dir(&request.cwd)
             // Names the hook: the agent's own hooks know a follow-up by it, and what a dead
             // run left is told apart by it.
@@ -206,6 +255,7 @@ impl RunHandle for ScriptRun {
                         ))
                     });
                     o.exit_code = out.status.code();
+                    o.cost_usd = reported_cost(&out.stderr);
                     o.completed = Some(last.is_some_and(|l| l.trim() == "COMPLETED"));
                     o.num_turns = Some(1);
                     o.duration_ms = duration_ms;
@@ -216,6 +266,16 @@ impl RunHandle for ScriptRun {
             }
         }
     }
+}
+
+/// What a script said it spent: its last `cost-usd: N` line on standard error.
+fn reported_cost(stderr: &[u8]) -> Option<f64> {
+    String::from_utf8_lossy(stderr)
+        .lines()
+        .rev()
+        .find_map(|l| l.trim().strip_prefix(COST_PREFIX))
+        .and_then(|n| n.trim().parse::<f64>().ok())
+        .filter(|n| n.is_finite() && *n >= 0.0)
 }
 
 /// Nothing outside this process changes a store in its memory.

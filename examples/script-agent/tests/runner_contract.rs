@@ -8,7 +8,7 @@ use hooks_app::RunnerMake;
 use hooks_core::ports::{RunRequest, Runner};
 use hooks_core::prompt::{Prompt, RunOptions};
 use hooks_core::testing::runner_contract::{AgentScript, HungChild, RunnerFixture};
-use hooks_core::{HookId, ProcessRef, SessionId};
+use hooks_core::{CostCap, HookId, ProcessRef, SessionId};
 use hooks_example_script_agent::script_runner;
 
 struct Fixture {
@@ -82,3 +82,79 @@ impl RunnerFixture for Fixture {
 }
 
 hooks_core::runner_contract!(fixture);
+
+/// A runner of `body` (a shell script) with the fixture's folder, and a request with `options`.
+fn run_with(f: &Fixture, body: &str, options: RunOptions) -> (Arc<dyn Runner>, RunRequest) {
+    let path = f.dir.path().join("agent-options.sh");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let program = path.to_string_lossy().into_owned();
+    let runner = script_runner(&RunnerMake::new(Some(&program), Duration::from_secs(30))).unwrap();
+    let mut request = f.request("tidy up");
+    request.prompt = Prompt::new("tidy up".to_owned(), options);
+    (runner, request)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hooks_cost_cap_reaches_the_script_and_its_spend_is_recorded() {
+    let f = fixture();
+    let mut options = RunOptions::default();
+    options.max_budget = CostCap::from_usd(0.25).unwrap();
+    let (runner, request) = run_with(
+        &f,
+        "cat >/dev/null; echo \"cap $HOOKS_MAX_COST_USD\"; echo 'cost-usd: 0.125' >&2; echo COMPLETED",
+        options,
+    );
+    let o = runner.start(&request).await.unwrap().wait().await;
+    assert_eq!(o.status, Some(hooks_core::Status::Ok), "{o:?}");
+    assert!(
+        o.result_text
+            .as_deref()
+            .is_some_and(|t| t.contains("cap 0.25")),
+        "the script is told the cap: {o:?}"
+    );
+    assert_eq!(o.cost_usd, Some(0.125), "what it spent is recorded: {o:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_without_a_cap_tells_the_script_none() {
+    let f = fixture();
+    let (runner, request) = run_with(
+        &f,
+        "cat >/dev/null; echo \"cap ${HOOKS_MAX_COST_USD-none}\"",
+        RunOptions::default(),
+    );
+    let o = runner.start(&request).await.unwrap().wait().await;
+    assert!(
+        o.result_text
+            .as_deref()
+            .is_some_and(|t| t.contains("cap none")),
+        "{o:?}"
+    );
+    assert_eq!(
+        o.cost_usd, None,
+        "nothing reported, nothing recorded: {o:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn options_a_script_cannot_take_are_refused_by_name() {
+    let f = fixture();
+    let mut options = RunOptions::default();
+    options.model = Some("opus".into());
+    options.allowed_tools = vec!["Bash".into()];
+    options.max_budget = CostCap::from_usd(1.0).unwrap();
+    let (runner, request) = run_with(&f, "touch ran", options);
+    let err = match runner.start(&request).await {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("a model and tools are refused"),
+    };
+    assert!(
+        err.ends_with("cannot honour model, allowedTools"),
+        "names what it cannot honour, and only that: {err}"
+    );
+    assert!(
+        !f.dir.path().join("proj/ran").exists(),
+        "the script never ran"
+    );
+}
