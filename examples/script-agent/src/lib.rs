@@ -73,7 +73,34 @@ pub struct ScriptRunner {
     pub timeout: Duration,
 }
 
-/// The [`hooks_app::RunnerAdapter`] for `--runner script --runner-url PATH`.
+/// The [`hooks_app::RunnerAdapter`] for `--runner script --runner-url PATH`: it makes the
+/// runner ([`script_runner`]) and says, for `doctor`, whether the program is one this user
+/// can run.
+pub struct ScriptAdapter;
+
+impl hooks_app::RunnerAdapter for ScriptAdapter {
+    fn make(&self, with: &RunnerMake<'_>) -> Result<Arc<dyn Runner>, String> {
+        script_runner(with)
+    }
+
+    /// The program is a file this user may execute; it is not run (a check starts nothing).
+    fn check(&self, with: &RunnerMake<'_>) -> Result<String, String> {
+        use std::os::unix::fs::PermissionsExt;
+        script_runner(with)?;
+        let program = PathBuf::from(with.arg.unwrap_or_default());
+        let md = std::fs::metadata(&program)
+            .map_err(|e| format!("the program {} is not there: {e}", program.display()))?;
+        if !md.is_file() || md.permissions().mode() & 0o111 == 0 {
+            return Err(format!(
+                "the program {} is not an executable file",
+                program.display()
+            ));
+        }
+        Ok(format!("runs {}", program.display()))
+    }
+}
+
+/// Makes the script runner for `--runner-url PATH`.
 pub fn script_runner(with: &RunnerMake<'_>) -> Result<Arc<dyn Runner>, String> {
     let program = with
         .arg

@@ -4,7 +4,7 @@
 
 fn main() -> std::process::ExitCode {
     hooks_app::Adapters::new()
-        .runner("script", hooks_example_script_agent::script_runner)
+        .runner("script", hooks_example_script_agent::ScriptAdapter)
         .store("memory", hooks_example_script_agent::memory_store)
         .run()
 }

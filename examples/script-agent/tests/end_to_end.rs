@@ -177,7 +177,36 @@ fn the_command_line_knows_the_added_adapters_by_name() {
     // doctor checks the added runner, not claude.
     w.ok(&["init"]);
     let doctor = String::from_utf8_lossy(&w.run(&["doctor"]).stdout).into_owned();
-    assert!(doctor.contains("script (added by this build)"), "{doctor}");
+    assert!(
+        doctor.contains(&format!(
+            "script (added by this build): runs {}",
+            w.root.join("agent.sh").display()
+        )),
+        "{doctor}"
+    );
+}
+
+/// The team's runner is checked for what a run needs: a missing program is a failing
+/// check naming it, and commands that run nothing still work.
+#[test]
+fn doctor_finds_a_missing_program_and_listing_needs_no_runner() {
+    let w = World::new();
+    w.ok(&["init"]);
+    let missing = w.root.join("no-such-agent.sh");
+    let url = missing.to_str().unwrap();
+    let doctor = w.run(&["doctor", "--runner-url", url]);
+    let out = String::from_utf8_lossy(&doctor.stdout).into_owned();
+    assert!(
+        !doctor.status.success(),
+        "a missing program fails doctor: {out}"
+    );
+    assert!(
+        out.contains(&format!("the program {url} is not there")),
+        "doctor names the program: {out}"
+    );
+    // A runner that cannot be made does not stop what runs nothing.
+    let listed = w.ok(&["hooks", "list", "--runner", "script", "--runner-url", ""]);
+    assert!(listed.contains("post-task"), "{listed}");
 }
 
 /// A person's settings with a hook of their own and hooks-app's entry: this binary,

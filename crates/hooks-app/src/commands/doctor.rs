@@ -92,18 +92,18 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
         });
     } else if matches!(ctx.runner, crate::compose::RunnerChoice::Codex) {
         checks.push(codex_check(ctx));
-    } else if let crate::compose::RunnerChoice::Custom { name, .. } = &ctx.runner {
-        checks.push(match ctx.runner(std::time::Duration::from_secs(1)) {
-            Ok(_) => Check {
+    } else if let Some((name, checked)) = ctx.check_custom_runner() {
+        checks.push(match checked {
+            Ok(detail) => Check {
                 name: "runner",
                 ok: true,
-                detail: format!("{name} (added by this build)"),
+                detail: format!("{name} (added by this build): {detail}"),
                 fix: None,
             },
             Err(e) => Check {
                 name: "runner",
                 ok: false,
-                detail: e.message,
+                detail: format!("runner {name}: {e}"),
                 fix: Some(format!("see what the {name} runner needs (--runner-url)")),
             },
         });

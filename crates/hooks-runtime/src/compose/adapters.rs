@@ -127,6 +127,16 @@ impl<'a> RunnerMake<'a> {
 pub trait RunnerAdapter: Send + Sync {
     /// The runner, or why not (shown to the person, after `runner:`).
     fn make(&self, with: &RunnerMake<'_>) -> Result<Arc<dyn Runner>, String>;
+
+    /// What `doctor` says of this runner: `Ok(detail)` when it can run follow-ups (its
+    /// program is there and runs, its backend answers), `Err(why)` when it cannot, said so
+    /// a person knows what to fix. It must start no follow-up and change nothing. The
+    /// default makes the runner and says only that it was made: override it to look at
+    /// what a run needs (see `examples/script-agent`).
+    fn check(&self, with: &RunnerMake<'_>) -> Result<String, String> {
+        self.make(with)
+            .map(|_| "made (this runner checks nothing more)".to_owned())
+    }
 }
 
 impl<F> RunnerAdapter for F

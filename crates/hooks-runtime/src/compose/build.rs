@@ -212,6 +212,25 @@ impl Context {
         })
     }
 
+    /// What `doctor` says of a team's runner ([`super::adapters::RunnerAdapter::check`]);
+    /// `None` when the runner chosen is not a team's.
+    pub fn check_custom_runner(&self) -> Option<(String, Result<String, String>)> {
+        let RunnerChoice::Custom { name, arg } = &self.runner else {
+            return None;
+        };
+        let with = super::adapters::RunnerMake {
+            arg: arg.as_deref(),
+            timeout: Duration::from_secs(1),
+        };
+        Some((
+            name.clone(),
+            super::adapters::Adapters::registered()
+                .find_runner(name)
+                .ok_or_else(|| format!("no runner named {name} in this build"))
+                .and_then(|a| a.check(&with)),
+        ))
+    }
+
     /// The core service over the real adapters.
     pub fn service(&self, runner: Arc<dyn Runner>, config: Config) -> AppResult<(Service, Store)> {
         let store = self.open_store()?;
@@ -335,11 +354,37 @@ pub fn webhook_token(file: Option<&Path>) -> AppResult<Option<String>> {
     Ok(token)
 }
 
-/// A service for commands that run nothing.
+/// A service for commands that run nothing. A runner that cannot be made (a team's whose
+/// program is missing) does not stop them: listing, pausing or dropping needs none, and
+/// a run asked of this service is refused with why the runner could not be made.
 pub fn service(ctx: &Context) -> AppResult<(Service, Store)> {
     let mut config = Config::new(owner_id());
     config.prices = crate::prices::load(&ctx.data_dir)?;
-    ctx.service(ctx.runner(Duration::from_secs(1))?, config)
+    let runner = ctx
+        .runner(Duration::from_secs(1))
+        .unwrap_or_else(|e| Arc::new(Unmade(e.message)));
+    ctx.service(runner, config)
+}
+
+/// A runner that could not be made, standing in where nothing needs to run: every start
+/// is refused with why.
+struct Unmade(String);
+
+#[async_trait::async_trait]
+impl Runner for Unmade {
+    async fn start(
+        &self,
+        _request: &hooks_core::ports::RunRequest,
+    ) -> Result<Box<dyn hooks_core::ports::RunHandle>, hooks_core::ports::RunnerError> {
+        Err(hooks_core::ports::RunnerError::Spawn {
+            program: "the runner".into(),
+            message: self.0.clone(),
+        })
+    }
+
+    async fn end_leftovers(&self, _group: &hooks_core::live::ProcessRef) -> usize {
+        0
+    }
 }
 
 #[cfg(test)]
