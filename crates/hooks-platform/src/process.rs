@@ -96,7 +96,7 @@ pub fn outlives(pid: u32, grace: std::time::Duration) -> bool {
 }
 
 /// For a runner's tests: the process whose id a test agent wrote to `pid_file`, and whether
-/// it [outlives](outlives) `grace`; one that does is ended (SIGKILL, by its id), so a
+/// it [outlives] `grace`; one that does is ended (SIGKILL, by its id), so a
 /// failing check leaves nothing running. `None` when the file holds no process id.
 pub fn recorded_child_outlives(
     pid_file: &std::path::Path,
