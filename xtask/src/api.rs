@@ -52,7 +52,7 @@ pub fn items(all_html: &str) -> BTreeSet<String> {
 }
 
 /// Compares (or with `bless`, records) every crate's public items; the docs must have been
-/// built (`cargo doc --workspace --no-deps --features hooks-core/mocks`).
+/// built (`cargo doc --workspace --no-deps --features hooks-app-core/mocks`).
 pub fn run(root: &Path, bless: bool) -> Result<(), String> {
     let mut problems = Vec::new();
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -62,7 +62,7 @@ pub fn run(root: &Path, bless: bool) -> Result<(), String> {
         let html = target.join(format!("doc/{krate}/all.html"));
         let text = std::fs::read_to_string(&html).map_err(|e| {
             format!(
-                "{}: {e} (build the docs first: cargo doc --workspace --no-deps --features hooks-core/mocks)",
+                "{}: {e} (build the docs first: cargo doc --workspace --no-deps --features hooks-app-core/mocks)",
                 html.display()
             )
         })?;

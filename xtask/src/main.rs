@@ -181,17 +181,14 @@ fn conformance() -> Result<(), String> {
     step(
         "conformance (real transcripts, the original module)",
         cargo()
-            .args([
-                "test",
-                "-p",
-                "hooks-meta",
-                "-p",
-                "hooks-store-json",
-                "--features",
-                "hooks-meta/conformance,hooks-store-json/conformance",
-                "--test",
-                "conformance",
-            ])
+            .args(["test", "-p", &package("hooks-meta"), "-p", &package("hooks-store-json")])
+            .arg("--features")
+            .arg(format!(
+                "{}/conformance,{}/conformance",
+                package("hooks-meta"),
+                package("hooks-store-json")
+            ))
+            .args(["--test", "conformance"])
             .env("HOOKS_SHARED", &dir),
     )
 }
@@ -255,13 +252,31 @@ fn install_cli(package: &str, version: &str, folder: &str, bin: &str) -> Result<
     Ok(())
 }
 
+/// The package a crate under `crates/` is published as: its folder's name under this
+/// project's prefix (`hooks-core` is `hooks-app-core`), for `cargo -p`. The binary's crate
+/// and the test kit keep their names.
+pub fn package(dir: &str) -> String {
+    match dir.strip_prefix("hooks-") {
+        Some(rest) if dir != "hooks-app" && dir != "hooks-testkit" => format!("hooks-app-{rest}"),
+        _ => dir.to_owned(),
+    }
+}
+
 /// The core's normal dependencies hold no runtime, no JSON and no process or file-system
 /// crate; adapters depend on the core and never on each other.
 fn layering() -> Result<(), String> {
     let tree = |pkg: &str| -> Result<Vec<String>, String> {
         let out = cargo()
             .args([
-                "tree", "-p", pkg, "-e", "normal", "--prefix", "none", "--format", "{p}",
+                "tree",
+                "-p",
+                &package(pkg),
+                "-e",
+                "normal",
+                "--prefix",
+                "none",
+                "--format",
+                "{p}",
             ])
             .output()
             .map_err(|e| e.to_string())?;
@@ -455,13 +470,8 @@ fn ci() -> Result<(), String> {
     step(
         "docs",
         cargo()
-            .args([
-                "doc",
-                "--workspace",
-                "--no-deps",
-                "--features",
-                "hooks-core/mocks",
-            ])
+            .args(["doc", "--workspace", "--no-deps", "--features"])
+            .arg(format!("{}/mocks", package("hooks-core")))
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
     // The public face as recorded: a removal or an addition is seen and reviewed.
