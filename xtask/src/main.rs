@@ -496,6 +496,15 @@ fn ci() -> Result<(), String> {
             "hooks-example-script-agent",
         ]),
     )?;
+    // A team's crate outside the workspace, set up as docs/adapters.md says, builds and
+    // passes the contract through the documented manifest alone.
+    step(
+        "a crate outside the workspace (tests/outside-crate)",
+        cargo()
+            .env("CARGO_TARGET_DIR", root().join("target/outside"))
+            .args(["test", "--manifest-path"])
+            .arg(root().join("tests/outside-crate/Cargo.toml")),
+    )?;
     if shared().is_some() {
         conformance()?;
     } else {
