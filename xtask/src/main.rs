@@ -181,7 +181,13 @@ fn conformance() -> Result<(), String> {
     step(
         "conformance (real transcripts, the original module)",
         cargo()
-            .args(["test", "-p", &package("hooks-meta"), "-p", &package("hooks-store-json")])
+            .args([
+                "test",
+                "-p",
+                &package("hooks-meta"),
+                "-p",
+                &package("hooks-store-json"),
+            ])
             .arg("--features")
             .arg(format!(
                 "{}/conformance,{}/conformance",
