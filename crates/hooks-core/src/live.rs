@@ -167,11 +167,14 @@ pub enum WaitKind {
     /// Its delivery never reached the open conversation: resumed once it is closed, never
     /// delivered again.
     NotTaken,
+    /// The agent's program could not be started: tried again after a backoff, using up
+    /// one of the run attempts.
+    NotStarted,
 }
 
 impl WaitKind {
     /// Every kind, in the order above.
-    pub const ALL: [WaitKind; 9] = [
+    pub const ALL: [WaitKind; 10] = [
         WaitKind::Running,
         WaitKind::Open,
         WaitKind::Turn,
@@ -181,10 +184,11 @@ impl WaitKind {
         WaitKind::Paused,
         WaitKind::Limit,
         WaitKind::NotTaken,
+        WaitKind::NotStarted,
     ];
 
     /// Its stored name: `running`, `open`, `turn`, `quiet`, `not-ready`, `budget`,
-    /// `paused`, `limit`, `not-taken`.
+    /// `paused`, `limit`, `not-taken`, `not-started`.
     pub fn as_str(self) -> &'static str {
         match self {
             WaitKind::Running => "running",
@@ -196,6 +200,7 @@ impl WaitKind {
             WaitKind::Paused => "paused",
             WaitKind::Limit => "limit",
             WaitKind::NotTaken => "not-taken",
+            WaitKind::NotStarted => "not-started",
         }
     }
 

@@ -1053,6 +1053,9 @@ impl Service {
             model,
             delivered,
         };
+        // Why the agent's program could not be started, when it could not: the entry goes
+        // back to the queue (the program may be installed, or PATH fixed, meanwhile).
+        let mut not_started = None;
         // Logged before the child starts: a run that may cost money is never invisible.
         let outcome = match self.ports.store.append_run(&record).await {
             Err(e) => RunOutcome {
@@ -1071,10 +1074,15 @@ impl Service {
                     agent,
                 };
                 match self.ports.runner.start(&request).await {
-                    Err(e) => RunOutcome {
-                        status: Some(Status::error(e.to_string())),
-                        ..RunOutcome::default()
-                    },
+                    Err(e) => {
+                        if matches!(e, crate::ports::RunnerError::Spawn { .. }) {
+                            not_started = Some(e.to_string());
+                        }
+                        RunOutcome {
+                            status: Some(Status::error(e.to_string())),
+                            ..RunOutcome::default()
+                        }
+                    }
                     Ok(handle) => {
                         if let Some(p) = handle.process() {
                             lease.child = Some(p);
@@ -1128,6 +1136,17 @@ impl Service {
             } else {
                 FireAction::Fenced
             });
+        }
+        if let Some(why) = not_started {
+            let attempt = entry.attempts + 1;
+            if attempt < failure::MAX_ATTEMPTS {
+                return self
+                    .not_started(entry, &hook, record, &lease, &why, attempt)
+                    .await;
+            }
+            record.outcome.status = Some(Status::skipped(format!(
+                "{why} (still, after {attempt} attempts)"
+            )));
         }
         // A run whose agent reports tokens but no cost (a delivered turn, an agent that
         // does not price its turns) is priced from its usage at the model's price.
@@ -1189,6 +1208,53 @@ impl Service {
         let due = self.now() + self.config.policy.quiet_period;
         self.ports.store.wake(session, due, false).await?;
         Ok(FireAction::Ran(Box::new(record)))
+    }
+
+    /// A run whose agent's program could not be started (`why`) goes back to the queue
+    /// for attempt `attempt + 1`, after a wait that doubles from a minute (at most half an
+    /// hour), its stamp taken off; the run log keeps the attempt. The program may be
+    /// installed, or the daemon's PATH fixed, meanwhile: a follow-up is not spent on it.
+    async fn not_started(
+        &self,
+        entry: &PendingEntry,
+        hook: &Hook,
+        mut record: RunRecord,
+        lease: &RunLease,
+        why: &str,
+        attempt: u32,
+    ) -> Result<FireAction, ServiceError> {
+        let now = self.now();
+        let wait = (time::Duration::minutes(1) * (1i32 << attempt.saturating_sub(1).min(5)))
+            .min(time::Duration::minutes(30));
+        let due_at = decide::ceil_to_second(now + wait);
+        let next = attempt + 1;
+        let max = failure::MAX_ATTEMPTS;
+        let when = crate::stamp::format(due_at);
+        record.outcome.status = Some(Status::Requeued(format!(
+            "{why}; back in the queue, due {when} (attempt {next} of {max})"
+        )));
+        self.ports.store.append_run(&record).await?;
+        self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
+        self.ports
+            .meta
+            .end_lease(&entry.session_id, &lease.run_id)
+            .await?;
+        let waiting = Waiting::new(
+            WaitKind::NotStarted,
+            format!(
+                "the agent could not be started ({why}); tried again at {when} (attempt {next} of {max})"
+            ),
+            now,
+        );
+        let to = Requeue {
+            attempts: attempt,
+            ..Requeue::of(entry, due_at, Some(waiting.clone()))
+        };
+        Ok(if self.requeue_waiting(entry, &to).await? {
+            FireAction::Waiting { due_at, waiting }
+        } else {
+            FireAction::Fenced
+        })
     }
 
     /// A run that ended on a limit (`kind`) goes back to the queue, due when the limit

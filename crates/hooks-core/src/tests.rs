@@ -1238,12 +1238,15 @@ async fn an_impossible_cost_is_refused_and_recorded_as_the_runners_error() {
 }
 
 #[tokio::test]
-async fn runner_failure_is_recorded_as_error() {
+async fn runner_refusal_is_recorded_as_error() {
+    // A request the runner cannot honour will not be honoured later either: an ending.
+    // (A program that cannot be started goes back to the queue: see
+    // a_follow_up_whose_agent_cannot_start_goes_back_to_the_queue.)
     let store = InMemoryStore::seeded(t0());
-    let runner = ScriptedRunner::answering(Err(RunnerError::Spawn {
-        program: "claude".into(),
-        message: "not found".into(),
-    }));
+    let runner = ScriptedRunner::answering(Err(RunnerError::Invalid(ValidationError::new(
+        "model",
+        "this runner takes none",
+    ))));
     let (meta, clock, service) = world_with(store.clone(), runner.clone());
     service.notify(&done_event("s1")).await.unwrap();
     clock.advance(Duration::seconds(10));
@@ -1253,7 +1256,7 @@ async fn runner_failure_is_recorded_as_error() {
     let hook = store.get_hook(&post_task_id()).await.unwrap().unwrap();
     assert_eq!(
         hook.last_status,
-        Some(Status::error("could not start claude: not found"))
+        Some(Status::error("invalid model: this runner takes none"))
     );
     assert_eq!(
         meta.stamps(&sid("s1")).len(),
@@ -1673,9 +1676,9 @@ async fn a_run_is_logged_before_it_starts_and_leases_the_session() {
     );
     let after = store.runs(&RunFilter::default()).await.unwrap();
     assert_eq!(after.len(), 1, "one run, folded");
-    assert_eq!(
-        after[0].outcome.status(),
-        Status::error("could not start claude: not here")
+    assert!(
+        matches!(after[0].outcome.status(), Status::Requeued(t) if t.starts_with("could not start claude: not here; back in the queue")),
+        "{after:?}"
     );
     assert_eq!(meta.lease(&sid("s1")), None, "the lease is released");
 }
@@ -3369,4 +3372,76 @@ async fn the_agent_of_a_conversation_reaches_the_runner() {
             "the run request names the conversation's agent"
         );
     }
+}
+
+/// An agent whose program cannot be started (a missing `codex`, a daemon's PATH without
+/// it) does not spend the follow-up: it goes back to the queue with a backoff and runs once
+/// the program is there; only after the last attempt is it an ending.
+#[tokio::test]
+async fn a_follow_up_whose_agent_cannot_start_goes_back_to_the_queue() {
+    let w = world();
+    let s = sid("s1");
+    w.service.notify(&done_event("s1")).await.unwrap();
+    w.meta.set_transcript(&s, transcript(0, Some(1000), false));
+    w.clock.advance(Duration::seconds(10));
+    let cannot = || {
+        Err(crate::ports::RunnerError::Spawn {
+            program: "codex".into(),
+            message: "No such file or directory".into(),
+        })
+    };
+    w.runner.set_outcome(cannot());
+    let fired = fire_all(&w).await;
+    let FireAction::Waiting { due_at, waiting } = &fired[0].action else {
+        panic!("back in the queue: {fired:?}");
+    };
+    assert_eq!(*due_at, t0() + Duration::seconds(10 + 60), "a minute later");
+    assert_eq!(waiting.kind, WaitKind::NotStarted);
+    assert!(
+        waiting.reason.contains("could not start codex")
+            && waiting.reason.contains("attempt 2 of 5"),
+        "{waiting:?}"
+    );
+    assert!(w.meta.stamps(&s).is_empty(), "not followed up yet");
+    let runs = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert!(
+        matches!(runs[..], [ref r] if matches!(r.outcome.status(), Status::Requeued(ref t) if t.contains("attempt 2 of 5"))),
+        "the attempt is logged as requeued: {runs:?}"
+    );
+    let hook = w.store.get_hook(&post_task_id()).await.unwrap().unwrap();
+    assert_eq!(hook.last_status, None, "not an ending");
+    // The program is there now: the next attempt runs.
+    w.clock.set(*due_at);
+    w.runner.set_outcome(Ok(RunOutcome {
+        status: Some(Status::Ok),
+        ..RunOutcome::default()
+    }));
+    let fired = fire_all(&w).await;
+    assert!(matches!(fired[0].action, FireAction::Ran(_)), "{fired:?}");
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty());
+
+    // One that never starts ends, said so, after the last attempt.
+    let w = world();
+    w.service.notify(&done_event("s2")).await.unwrap();
+    w.meta
+        .set_transcript(&sid("s2"), transcript(0, Some(1000), false));
+    w.runner.set_outcome(cannot());
+    let mut waits = 0;
+    let last = loop {
+        w.clock.advance(Duration::hours(1));
+        let fired = fire_all(&w).await;
+        match &fired[0].action {
+            FireAction::Waiting { waiting, .. } if waiting.kind == WaitKind::NotStarted => {
+                waits += 1
+            }
+            FireAction::Ran(run) => break run.outcome.status(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(waits, 4, "five attempts in all");
+    assert!(
+        matches!(&last, Status::Skipped(t) if t.contains("could not start codex") && t.contains("after 5 attempts")),
+        "{last:?}"
+    );
+    assert!(w.store.snapshot().await.unwrap().pending.is_empty());
 }
