@@ -438,3 +438,44 @@ fn install_http_reaches_the_on_demand_daemon_that_is_running() {
     assert!(out.contains("stopped the on-demand daemon"), "{out}");
     assert!(wait_until(30, || daemons(&app).is_empty()));
 }
+
+#[test]
+fn restart_replaces_the_running_on_demand_daemon_and_starts_one_where_none_runs() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    // Not set up yet: there is nothing to restart, and it says what sets it up.
+    let o = app.run(&["restart"]);
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("hooks-app install"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    app.ok(&["install", "--idle-exit", "60"]);
+    let out = app.ok(&["restart"]);
+    assert!(out.contains("no daemon was running: started one"), "{out}");
+    assert!(
+        wait_until(30, || daemons(&app).len() == 1),
+        "{}",
+        serve_log(&app)
+    );
+    let first = daemons(&app)[0]["pid"].clone();
+    let out = app.ok(&["restart"]);
+    assert!(
+        out.contains(&format!(
+            "restarted the on-demand daemon (pid {first} stopped)"
+        )),
+        "{out}"
+    );
+    assert!(
+        wait_until(30, || daemons(&app)
+            .first()
+            .is_some_and(|d| d["pid"] != first)),
+        "a new daemon: {:?}\n{}",
+        daemons(&app),
+        serve_log(&app)
+    );
+    assert_eq!(daemons(&app).len(), 1, "one daemon, the new one");
+    app.ok(&["uninstall"]);
+    assert!(wait_until(30, || daemons(&app).is_empty()));
+}

@@ -246,6 +246,9 @@ pub enum Command {
     Tick(RunArgs),
     /// The daemon: fire follow-ups as they come due, until SIGTERM or SIGINT
     Serve(ServeArgs),
+    /// Restart the daemon so it runs with the set-up as it is now: the on-demand one stops
+    /// (finishing or handing back what it runs) and a new one starts
+    Restart,
     /// A summary: hooks, the queue, recent runs, whether a daemon is running
     Status(JsonFlag),
     /// Print (and where possible open) the web page's address with a one-time login

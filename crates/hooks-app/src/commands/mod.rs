@@ -165,6 +165,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
         Command::Prune { older_than } => prune(&ctx, older_than)?,
         Command::Tick(a) => return daemon::tick(&ctx, &convert::run(&a)),
         Command::Serve(a) => return daemon::serve(&ctx, &convert::serve(&a)),
+        Command::Restart => install::restart(&ctx)?,
         Command::Status(j) => status::status(&ctx, j.json)?,
         Command::Open { no_browser } => open(&ctx, no_browser)?,
         Command::Doctor(j) => return doctor::doctor(&ctx, j.json),

@@ -290,6 +290,22 @@ pub fn unit_path() -> PathBuf {
     }
 }
 
+/// The command that restarts the daemon installed as a user service.
+pub fn restart_command(unit: &Path) -> String {
+    if cfg!(target_os = "macos") {
+        let label = unit
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!(
+            "launchctl kickstart -k gui/{}/{label}",
+            hooks_platform::account::uid()
+        )
+    } else {
+        format!("systemctl --user restart {SERVICE_NAME}.service")
+    }
+}
+
 pub fn enable_command(unit: &Path) -> String {
     if cfg!(target_os = "macos") {
         format!(

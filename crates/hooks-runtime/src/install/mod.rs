@@ -26,6 +26,7 @@ use crate::{AppError, AppResult, Context};
 mod codex_toml;
 mod queue;
 mod setup;
+pub use setup::restart;
 
 mod options;
 pub use options::{InstallOptions, UninstallOptions};

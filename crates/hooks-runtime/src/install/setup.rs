@@ -168,6 +168,47 @@ fn restart_on_demand(ctx: &Context, mode: DaemonMode) -> AppResult {
     Ok(())
 }
 
+/// `hooks-app restart`: the daemon runs with the set-up as it is now. On demand, the
+/// running daemon is stopped (SIGTERM: it finishes or hands back what it runs) and a new
+/// one started; none running, one is started. A service is restarted by its manager (the
+/// command is said); a `serve` the person started is theirs to restart.
+pub fn restart(ctx: &Context) -> AppResult {
+    let cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
+    match cfg.mode {
+        DaemonMode::OnDemand => {
+            let stopped = crate::daemon::ondemand::stop_on_demand(&ctx.data_dir);
+            let pids = stopped
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            let started = crate::daemon::ondemand::ensure_running(ctx, false)?;
+            match (stopped.is_empty(), started) {
+                (false, true) => crate::say!("restarted the on-demand daemon (pid {pids} stopped)"),
+                (true, true) => crate::say!("no daemon was running: started one (on demand)"),
+                (false, false) => crate::say!(
+                    "asked the on-demand daemon (pid {pids}) to stop: it is finishing a run, and the next one starts with the set-up as it is now"
+                ),
+                (true, false) => {
+                    return Err(AppError::runtime(
+                        "a daemon that was not started on demand serves this data folder (`hooks-app status` names it): restart it where it was started",
+                    ));
+                }
+            }
+        }
+        DaemonMode::Service => crate::say!(
+            "the daemon runs as a user service: restart it with `{}`",
+            crate::daemon::ondemand::restart_command(&crate::daemon::ondemand::unit_path())
+        ),
+        DaemonMode::None => {
+            return Err(AppError::invalid(
+                "restart: no daemon is set up here (`hooks-app install` sets one up, started on demand); a `hooks-app serve` you started is restarted where you started it",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Turns the service off (best effort, with the command to run where that fails) and
 /// removes its unit file.
 pub fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
