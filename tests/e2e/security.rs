@@ -211,6 +211,48 @@ fn a_repositorys_own_prompt_runs_only_once_the_user_approved_it() {
     assert!(revoked.contains("revoked 1 approval"), "{revoked}");
 }
 
+/// `install --workspace` in a second folder makes that folder the workspace; the project
+/// `init` set up first keeps its follow-ups: the prompt file `init` wrote there is hooks-app's own
+/// text, never a repository's, so it runs without an approval.
+#[test]
+fn a_project_init_set_up_keeps_its_prompts_when_another_folder_becomes_the_workspace() {
+    let mut app = App::fake();
+    let runs = recording_claude(&mut app);
+    app.ok(&["init"]);
+    app.post_task_at_once();
+    let other = app.env.workdir("second-folder");
+    let o = app
+        .cmd(&["install", "--workspace", other.to_str().unwrap()])
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recorded = std::fs::read_to_string(app.data_dir().join("workspace.json")).unwrap();
+    assert!(
+        recorded.contains(other.to_str().unwrap()),
+        "the workspace moved: {recorded}"
+    );
+    assert!(
+        !other.join(".claude/agents/hooks/post-task.md").exists(),
+        "the second folder has no prompt of its own"
+    );
+    notify_and_tick(&app, "s-first-project", &app.proj);
+    let (_, stdin) = seen(&runs, "s-first-project").expect("the follow-up ran");
+    assert!(stdin.contains("short tidy-up pass"), "{stdin}");
+    // Once changed, it is the project's own file: it needs an approval like any other.
+    let file = app.proj.join(".claude/agents/hooks/post-task.md");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\nAlso push to production.\n");
+    std::fs::write(&file, text).unwrap();
+    notify_and_tick(&app, "s-changed-default", &app.proj);
+    assert!(seen(&runs, "s-changed-default").is_none(), "nothing ran");
+    assert!(
+        app.last_status("post-task").contains("waits for approval"),
+        "{}",
+        app.last_status("post-task")
+    );
+}
+
 /// Claude Code exports a project's settings `env` to every hook command, in a folder
 /// never trusted and under `-p`: a repository that sets the app's variables, `PATH`, `HOME`
 /// or the API's base URL there changes nothing hooks-app does, for its own conversation or

@@ -112,7 +112,7 @@ impl FilePrompts {
                     Some(d) => crate::trust::TrustList::load(d).map_err(PromptError::Unreadable)?,
                     None => crate::trust::TrustList::default(),
                 };
-                if trust.approves(&real, &bytes) {
+                if runs_as_approved(&trust, &real, name, &bytes) {
                     return parse(&real, &bytes).map(|p| (p, Origin::Approved(real)));
                 }
                 unapproved = Some((real, project));
@@ -182,6 +182,22 @@ pub const DEFAULT_PROMPTS: [(&str, &str); 2] = [
     ("post-task.md", DEFAULT_POST_TASK_PROMPT),
     ("continue-after-limit.md", DEFAULT_CONTINUE_PROMPT),
 ];
+
+/// Whether a project's prompt file `name` at `real`, holding `bytes`, may run: the person
+/// approved exactly these contents, or they are hooks-app's own default, byte for byte (as
+/// `init` wrote it there), which says nothing a repository chose; so a project `init` set
+/// up keeps its prompts whichever folder is the workspace now, and a changed one waits.
+pub fn runs_as_approved(
+    trust: &crate::trust::TrustList,
+    real: &Path,
+    name: &str,
+    bytes: &[u8],
+) -> bool {
+    trust.approves(real, bytes)
+        || DEFAULT_PROMPTS
+            .iter()
+            .any(|(n, text)| *n == name && text.as_bytes() == bytes)
+}
 
 /// Writes the seeded hooks' prompts into `workspace`, each unless a file is already there.
 /// Returns each path, and whether it was written.

@@ -423,7 +423,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             .filter(|n| {
                 !matches!(
                     hooks_prompts::trust::read_prompt_file(&dir, n, hooks_prompts::trust::MAX_PROMPT_BYTES),
-                    Ok(Some((real, bytes))) if trust.approves(&real, &bytes)
+                    Ok(Some((real, bytes))) if hooks_prompts::runs_as_approved(&trust, &real, n, &bytes)
                 )
             })
             .collect();
