@@ -20,6 +20,7 @@ pub mod files;
 pub mod net;
 pub mod process;
 pub mod sync;
+pub mod terminal;
 pub mod watch;
 
 #[cfg(all(target_os = "linux", not(feature = "portable")))]

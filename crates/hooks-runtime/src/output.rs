@@ -83,34 +83,116 @@ pub fn print_json(v: &Value) {
     );
 }
 
-/// Prints rows as a table with aligned columns.
+/// The narrowest a column is cut to, so each still says something.
+const NARROWEST: usize = 12;
+
+/// Prints rows as a table with aligned columns. On a terminal the table fits its width:
+/// the widest cells are cut (with `…`) and a last line says how to see them whole; piped
+/// output keeps every cell whole, for the programs that read it.
 pub fn print_table(header: &[&str], rows: &[Vec<String>]) {
-    let mut w: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let (lines, cut) = table_lines(header, rows, hooks_platform::terminal::stdout_columns());
+    for l in &lines {
+        say_line(l);
+    }
+    if cut {
+        say_line(
+            "(cells cut to fit the terminal: --json, or the same command piped, shows them whole)",
+        );
+    }
+}
+
+/// A table's lines, each column as wide as its widest cell or, with `width`, as wide as
+/// fits: the widest columns are brought down to one width until the table fits (never
+/// under [`NARROWEST`]), a longer cell cut with `…`. Also whether a cell was cut.
+fn table_lines(header: &[&str], rows: &[Vec<String>], width: Option<usize>) -> (Vec<String>, bool) {
+    let len = |s: &str| s.chars().count();
+    let mut w: Vec<usize> = header.iter().map(|h| len(h)).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
-            w[i] = w[i].max(c.chars().count());
+            w[i] = w[i].max(len(c));
         }
     }
-    let line = |cells: Vec<String>| {
+    if let Some(width) = width {
+        let gaps = 2 * w.len().saturating_sub(1);
+        let total = |cap: usize| w.iter().map(|&x| x.min(cap)).sum::<usize>() + gaps;
+        let widest = w.iter().copied().max().unwrap_or(0);
+        if total(widest) > width {
+            let mut cap = widest;
+            while cap > NARROWEST && total(cap) > width {
+                cap -= 1;
+            }
+            for x in &mut w {
+                *x = (*x).min(cap);
+            }
+        }
+    }
+    let mut cut = false;
+    let mut fit = |c: &str, width: usize| -> String {
+        if len(c) <= width {
+            return c.to_owned();
+        }
+        cut = true;
+        let mut s: String = c.chars().take(width.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    };
+    let mut lines = Vec::new();
+    let mut line = |cells: Vec<String>| {
         let mut s = String::new();
         for (i, c) in cells.iter().enumerate() {
+            let c = fit(c, w[i]);
             if i + 1 == cells.len() {
-                s.push_str(c);
+                s.push_str(&c);
             } else {
                 s.push_str(&format!("{c:<width$}  ", width = w[i]));
             }
         }
-        say_line(s.trim_end());
+        lines.push(s.trim_end().to_owned());
     };
     line(header.iter().map(|h| h.to_string()).collect());
     for r in rows {
         line(r.clone());
     }
+    (lines, cut)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{named_as, safe};
+    use super::{named_as, safe, table_lines};
+
+    #[test]
+    fn a_table_fits_the_terminal_by_cutting_its_widest_cells() {
+        let long = "waiting: the conversation is open in the TUI with no way in, so it is resumed once it is closed (for at most 30 minutes)";
+        let rows = vec![
+            vec!["post-task".to_owned(), "s-1".to_owned(), long.to_owned()],
+            vec![
+                "other".to_owned(),
+                "s-22".to_owned(),
+                "due in 5s".to_owned(),
+            ],
+        ];
+        let (whole, cut) = table_lines(&["HOOK", "SESSION", "STATE"], &rows, None);
+        assert!(
+            !cut && whole[1].ends_with(long),
+            "piped: whole cells: {whole:?}"
+        );
+        let (fits, cut) = table_lines(&["HOOK", "SESSION", "STATE"], &rows, Some(60));
+        assert!(cut, "{fits:?}");
+        for l in &fits {
+            assert!(l.chars().count() <= 60, "fits in 60 columns: {l:?}");
+        }
+        assert!(
+            fits[1].starts_with("post-task  s-1      waiting: the conv") && fits[1].ends_with('…'),
+            "{fits:?}"
+        );
+        assert_eq!(
+            fits[2], "other      s-22     due in 5s",
+            "short cells stay whole"
+        );
+        // Narrower than every column at its narrowest: each keeps twelve characters.
+        let (narrow, _) = table_lines(&["HOOK", "SESSION", "STATE"], &rows, Some(10));
+        assert_eq!(narrow[1], "post-task  s-1      waiting: th…");
+    }
 
     #[test]
     fn control_characters_from_outside_are_shown_escaped() {
