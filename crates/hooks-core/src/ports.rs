@@ -402,7 +402,9 @@ impl RunRequest {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RunnerError {
-    /// The program could not be started.
+    /// The program could not be started. Nothing ran, so the follow-up goes back to the
+    /// queue and is tried again after a backoff (the program may be installed meanwhile):
+    /// return it only when the agent never got the prompt.
     #[error("could not start {program}: {message}")]
     Spawn {
         /// The program, as the runner was told it.
