@@ -54,7 +54,15 @@ fn bench_json(root: &Path, pkg: &str, bench: &str, quick: bool) -> Result<String
     let mut c = cargo(root);
     // The PostgreSQL bench drives the release binary too.
     c.env("HOOKS_APP_BIN", root.join("target/release/hooks-app"));
-    c.args(["bench", "--quiet", "-p", pkg, "--bench", bench, "--"]);
+    c.args([
+        "bench",
+        "--quiet",
+        "-p",
+        &crate::package(pkg),
+        "--bench",
+        bench,
+        "--",
+    ]);
     if quick {
         c.arg("--quick");
     }
