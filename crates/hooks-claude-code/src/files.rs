@@ -266,24 +266,60 @@ pub fn installed_in(places: &Places) -> Vec<(PathBuf, Vec<String>)> {
     for scope in [Scope::User, Scope::Project, Scope::Local] {
         let p = settings_path(places, scope);
         let Ok(m) = read_settings(&p) else { continue };
-        let mut events = Vec::new();
-        if let Some(Value::Object(h)) = m.get("hooks") {
-            for (ev, groups) in h {
-                let has = groups.as_array().into_iter().flatten().any(|g| {
-                    g.get("hooks")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                        .any(|h| is_ours(h, &places.program))
-                });
-                if has {
-                    events.push(ev.clone());
-                }
-            }
-        }
+        let events = events_with_ours(&m, &places.program);
         if !events.is_empty() {
             out.push((p, events));
         }
     }
+    out.extend(plugin_installed(places));
     out
+}
+
+/// The name this project's Claude Code plugin has in every marketplace that holds it.
+pub const PLUGIN: &str = "hooks-app";
+
+/// This app's Claude Code plugin, where Claude Code has it installed and enabled: the
+/// plugin's `hooks/hooks.json` in Claude Code's copy (from `plugins/installed_plugins.json`),
+/// with the events it holds this app's handlers for. `None` when it is not installed, is
+/// disabled in the user's settings (`enabledPlugins`), or holds no handler of this app.
+pub fn plugin_installed(places: &Places) -> Option<(PathBuf, Vec<String>)> {
+    let list = places.claude_home.join("plugins/installed_plugins.json");
+    let text = read_settings_text(&list).ok()?;
+    let list: Value = serde_json::from_str(&text).ok()?;
+    let enabled = read_settings(&settings_path(places, Scope::User)).ok()?;
+    let enabled = enabled.get("enabledPlugins")?.as_object()?;
+    let prefix = format!("{PLUGIN}@");
+    list.get("plugins")?
+        .as_object()?
+        .iter()
+        .filter(|(name, _)| {
+            name.starts_with(&prefix) && enabled.get(*name) == Some(&Value::Bool(true))
+        })
+        .flat_map(|(_, copies)| copies.as_array().into_iter().flatten())
+        .filter_map(|copy| {
+            let file = PathBuf::from(copy.get("installPath")?.as_str()?).join("hooks/hooks.json");
+            let events = events_with_ours(&read_settings(&file).ok()?, &places.program);
+            (!events.is_empty()).then_some((file, events))
+        })
+        .next()
+}
+
+/// The events of a settings file's (or a plugin's) `hooks` that hold a handler of this app.
+fn events_with_ours(settings: &Map<String, Value>, program: &str) -> Vec<String> {
+    let Some(Value::Object(hooks)) = settings.get("hooks") else {
+        return Vec::new();
+    };
+    hooks
+        .iter()
+        .filter(|(_, groups)| {
+            groups.as_array().into_iter().flatten().any(|g| {
+                g.get("hooks")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|h| is_ours(h, program))
+            })
+        })
+        .map(|(ev, _)| ev.clone())
+        .collect()
 }

@@ -37,6 +37,11 @@ pub struct InstallArgs {
     /// With --transport http: the daemon's address [default: the running daemon's]
     #[arg(long, value_name = "URL", requires = "transport")]
     pub http_url: Option<String>,
+    /// The hooks come from the Claude Code plugin (`/plugin install hooks-app@hooks-app`):
+    /// write no entry in settings.json (and take out one an earlier install wrote); set up
+    /// the daemon and the environment it starts with only
+    #[arg(long, conflicts_with_all = ["agent", "scope", "trigger", "transport", "http_url"])]
+    pub plugin: bool,
 }
 
 #[derive(Debug, Args)]

@@ -65,6 +65,7 @@ pub fn install(a: &InstallArgs) -> InstallOptions {
         },
         transport: a.transport,
         http_url: a.http_url.clone(),
+        plugin: a.plugin,
     }
 }
 

@@ -198,6 +198,9 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
 }
 
 pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
+    if a.plugin {
+        return install_for_plugin(ctx, a);
+    }
     let path = hook_file(ctx, a.agent, a.scope)?;
     if a.agent == Agent::Codex && a.transport != Transport::Command {
         return Err(AppError::invalid(
@@ -387,6 +390,34 @@ fn uninstall_codex_toml(ctx: &Context, dry_run: bool) -> AppResult<bool> {
 }
 
 /// What is queued runs again: a pause uninstall set is lifted, and a daemon started.
+/// `install --plugin`: Claude Code's hooks come from this app's plugin, so no entry is
+/// written (one an earlier `install` wrote in the user's settings is taken out, so no event
+/// is told twice), and the rest of the set-up is done as `install` does it: the daemon's
+/// mode and the environment it starts with, kept from this command, the user's own.
+fn install_for_plugin(ctx: &Context, a: &InstallOptions) -> AppResult {
+    if a.agent != Agent::Claude || a.transport != Transport::Command {
+        return Err(AppError::invalid(
+            "plugin: --plugin is for Claude Code's plugin, whose hooks run claude-hook; leave out --agent and --transport",
+        ));
+    }
+    let user = settings_path(ctx, Scope::User);
+    if installed_in(ctx).iter().any(|(p, _)| *p == user) {
+        take_out(ctx, &user, a.dry_run)?;
+    }
+    match hooks_claude_code::files::plugin_installed(&places(ctx)) {
+        Some((file, events)) => crate::say!(
+            "hooks: from the Claude Code plugin, {} ({})",
+            file.display(),
+            events.join(", ")
+        ),
+        None => crate::say!(
+            "hooks: none yet; in Claude Code, `/plugin marketplace add DIR-OR-REPO` (a checkout of hooks-app, or its repository) and `/plugin install hooks-app@hooks-app` put them in"
+        ),
+    }
+    daemon_setup(ctx, a)?;
+    queue_after_install(ctx, a)
+}
+
 fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
     if a.dry_run {
         return Ok(());
@@ -402,17 +433,28 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
     {
         return uninstall_rest(ctx, a);
     }
-    let s = load(&path)?;
+    if take_out(ctx, &path, a.dry_run)? {
+        uninstall_rest(ctx, a)
+    } else {
+        Ok(())
+    }
+}
+
+/// Takes this app's entries out of the settings file `path`, and what install created for
+/// them (an event's list, `hooks`, the file) where nothing else has been put in it since.
+/// `false`: there is no such file (uninstalled already), which it says.
+fn take_out(ctx: &Context, path: &std::path::Path, dry_run: bool) -> AppResult<bool> {
+    let s = load(path)?;
     let Some(original) = s.text.clone() else {
         crate::say!(
             "{}: nothing to change (uninstalled already)",
             path.display()
         );
-        return Ok(());
+        return Ok(false);
     };
     let (mut text, emptied) = strip_text(original, &ctx.program)?;
     let mut record = Created::load(&ctx.data_dir);
-    let created = record.get(&path);
+    let created = record.get(path);
     let mut remove_file = false;
     match &created {
         // Remove what install created, if nothing else has been put in it since.
@@ -460,10 +502,10 @@ pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
         }
     }
     let after = (!remove_file).then_some(text.as_str());
-    if apply(&s, after, a.dry_run, "uninstalled")? {
-        record.set(&path, None)?;
+    if apply(&s, after, dry_run, "uninstalled")? {
+        record.set(path, None)?;
     }
-    uninstall_rest(ctx, a)
+    Ok(true)
 }
 
 /// What `uninstall` does once the hook files are edited: where no hook is left, the daemon

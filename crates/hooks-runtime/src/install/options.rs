@@ -18,6 +18,9 @@ pub struct InstallOptions {
     pub http: Option<Option<std::net::SocketAddr>>,
     pub transport: Transport,
     pub http_url: Option<String>,
+    /// The hooks come from the Claude Code plugin: no entry is written (and one an
+    /// earlier install wrote in the user's settings is taken out); the daemon is set up.
+    pub plugin: bool,
 }
 
 /// What `uninstall` is asked.
