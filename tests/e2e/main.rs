@@ -14,6 +14,7 @@ mod install;
 mod interactive;
 mod limits;
 mod ondemand;
+mod plugin;
 mod postgres;
 mod reliability;
 mod security;
