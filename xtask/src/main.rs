@@ -6,7 +6,8 @@
 //!   the oldest pinned Claude Code and again on the portable one with the newest, the
 //!   planted store mistakes the contract must catch, the API docs, every publishable crate
 //!   packed, the conformance checks when the shared folder is beside the project, a 60 s fuzz
-//!   run of the HTTP API against its OpenAPI document, and a quick benchmark so it cannot rot.
+//!   run of the HTTP API against its OpenAPI document, a quick benchmark so it cannot rot,
+//!   and the npm packages built and installed offline (`dist --check`).
 //! - `cargo xtask conformance`: the checks against outside material in the shared folder
 //!   (`$HOOKS_SHARED`, or `../shared` beside the project): real third-party transcripts, and
 //!   the original Python module reading and writing this project's store.
@@ -23,10 +24,13 @@
 //!   recorded baseline in docs/api/ (api.rs); `--bless` records them.
 //! - `cargo xtask man`: writes the man page, `target/man/hooks-app.1`, from the CLI itself.
 //! - `cargo xtask bench [--quick] [--json]`: measures the performance targets (see bench.rs).
+//! - `cargo xtask dist [--check]`: the npm packages under `target/dist/npm/` (dist.rs);
+//!   `--check` installs them offline into an empty prefix and tries the installed program.
 
 mod api;
 mod bench;
 mod deps;
+mod dist;
 mod fuzz;
 mod modules;
 mod mutants;
@@ -116,12 +120,13 @@ fn main() -> ExitCode {
         Some("mutants") => mutants::run(rest.first().copied()),
         Some("api") => api::run(&root(), rest.first() == Some(&"--bless")),
         Some("bench") => bench::run(&root(), &rest),
+        Some("dist") => dist::run(&root(), &rest),
         Some("fuzz-api") => fuzz::run(
             &root(),
             rest.first().and_then(|s| s.parse().ok()).unwrap_or(60),
         ),
         _ => Err(
-            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | mutants [WHICH] | api [--bless] | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown]"
+            "usage: cargo xtask ci | deps | conformance | layering [--graph] | portability | mutants [WHICH] | api [--bless] | man | fuzz-api [SECONDS] | bench [--quick] [--json] [--markdown] | dist [--check]"
                 .into(),
         ),
     };
@@ -519,5 +524,7 @@ fn ci() -> Result<(), String> {
         );
     }
     fuzz::run(&root(), 60)?;
-    bench::run(&root(), &["--quick"])
+    bench::run(&root(), &["--quick"])?;
+    // After the bench, whose release build the host's npm package takes.
+    dist::run(&root(), &["--check"])
 }
