@@ -9,6 +9,11 @@
 //! - each packed by `npm pack` (`*.tgz`), and `platforms.txt`: which platforms were built
 //!   here, from which Rust target, and why the others were not.
 //!
+//! And under `target/dist/`, the archive `cargo binstall hooks-app` fetches from a release,
+//! `hooks-app-<target>.tar.gz` holding `hooks-app-<target>/hooks-app`, laid out as the
+//! `[package.metadata.binstall]` of `crates/hooks-app/Cargo.toml` says (`--check` holds the
+//! two together).
+//!
 //! A platform is built where this machine's toolchain can (its standard library installed
 //! and a linker for it); Linux prefers the static musl target when it is installed. The
 //! host's build is the one `cargo build --release` makes, so after the bench it costs
@@ -67,12 +72,14 @@ pub fn run(root: &Path, args: &[&str]) -> Result<(), String> {
     let host = host_target()?;
     let mut report = String::new();
     let mut tarballs = Vec::new();
+    let mut archives = Vec::new();
     for (key, os, cpu, targets) in PLATFORMS {
         match build(root, &host, targets) {
             Built::Yes(target, bin, passed) => {
                 let dir = out.join(format!("hooks-app-{key}"));
                 write_platform_package(&dir, key, os, cpu, &version, &bin)?;
                 tarballs.push(pack(&dir, &out)?);
+                archives.push(archive(root, target, &bin)?);
                 let passed = if passed.is_empty() {
                     String::new()
                 } else {
@@ -92,6 +99,9 @@ pub fn run(root: &Path, args: &[&str]) -> Result<(), String> {
     write(&out.join("platforms.txt"), &report)?;
     eprint!("xtask: dist: {}/\n{report}", out.display());
     if check {
+        for (target, tgz) in &archives {
+            check_binstall(root, target, tgz)?;
+        }
         tarballs.push(launcher);
         check_install(&tarballs, &version)?;
     }
@@ -271,6 +281,65 @@ fn write_launcher_package(dir: &Path, version: &str) -> Result<(), String> {
         &dir.join("README.md"),
         "# hooks-app\n\nFollow-up prompts for finished Claude Code and Codex conversations.\n\n```sh\nnpm install -g hooks-app\nhooks-app init && hooks-app install\n```\n\nIn Claude Code, the hooks-app plugin can hold the hooks instead: `/plugin marketplace add` the hooks-app repository, `/plugin install hooks-app@hooks-app`, then `hooks-app install --plugin`.\n\nThis package is a small Node launcher; the program is the platform package npm installs beside it (`@hooks-app/linux-x64`, `@hooks-app/darwin-arm64`, …).\n",
     )
+}
+
+/// The release archive of `target`'s binary, for `cargo binstall`.
+fn archive(root: &Path, target: &str, bin: &Path) -> Result<(String, PathBuf), String> {
+    let dist = root.join("target/dist");
+    let name = format!("hooks-app-{target}");
+    let staging = dist.join(&name);
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir_all(&staging).map_err(|e| e.to_string())?;
+    std::fs::copy(bin, staging.join("hooks-app")).map_err(|e| e.to_string())?;
+    let tgz = dist.join(format!("{name}.tar.gz"));
+    ok(
+        Command::new("tar")
+            .arg("czf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(&dist)
+            .arg(&name),
+        "tar",
+    )?;
+    let _ = std::fs::remove_dir_all(&staging);
+    Ok((target.to_owned(), tgz))
+}
+
+/// The archive is where binstall's metadata says, holding the binary where it says.
+fn check_binstall(root: &Path, target: &str, tgz: &Path) -> Result<(), String> {
+    let manifest = std::fs::read_to_string(root.join("crates/hooks-app/Cargo.toml"))
+        .map_err(|e| e.to_string())?;
+    let field = |name: &str| {
+        manifest
+            .lines()
+            .skip_while(|l| l.trim() != "[package.metadata.binstall]")
+            .find_map(|l| {
+                let v = l.trim().strip_prefix(name)?.trim().strip_prefix('=')?;
+                Some(v.trim().trim_matches('"').to_owned())
+            })
+            .ok_or_else(|| format!("crates/hooks-app/Cargo.toml: no binstall {name}"))
+    };
+    let fill = |t: String| {
+        t.replace("{ target }", target)
+            .replace("{ bin }", "hooks-app")
+            .replace("{ binary-ext }", "")
+    };
+    let url = fill(field("pkg-url")?);
+    let file = tgz.file_name().unwrap_or_default().to_string_lossy();
+    if !url.ends_with(&format!("/{file}")) || field("pkg-fmt")? != "tgz" {
+        return Err(format!(
+            "binstall's pkg-url {url} does not name {file} (tgz)"
+        ));
+    }
+    let inside = fill(field("bin-dir")?);
+    let listing = ok(Command::new("tar").arg("tzf").arg(tgz), "tar tzf")?;
+    if !listing.lines().any(|l| l == inside) {
+        return Err(format!(
+            "{} holds no {inside}, where binstall's bin-dir looks:\n{listing}",
+            tgz.display()
+        ));
+    }
+    Ok(())
 }
 
 /// `npm pack` of `dir` into `out`; the tarball's path.
