@@ -88,6 +88,18 @@ fn the_plugin_from_this_checkout_queues_post_task_and_leaves_nothing_when_uninst
         "doctor sees the plugin's hooks: {doctor}"
     );
 
+    // Disabled, its hooks do not run, and doctor says no hook is installed.
+    plugin(&app, &["disable", "hooks-app@hooks-app"]);
+    let doctor = app.run(&["doctor"]);
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        doctor
+            .lines()
+            .any(|l| l.contains("hook installed") && l.contains("no claude-hook entry")),
+        "{doctor}"
+    );
+    plugin(&app, &["enable", "hooks-app@hooks-app"]);
+
     // A conversation that ends with DONE: the plugin's Stop hook queued post-task.
     let sid = app.claude("build the feature SAY_DONE")["session_id"]
         .as_str()
@@ -131,6 +143,13 @@ fn the_plugin_is_valid_and_its_commands_cannot_be_run_by_the_model() {
     let root = workspace_root();
     let text = plugin(&app, &["validate", &root.to_string_lossy()]);
     assert!(text.contains("Validation passed"), "{text}");
+    // The plugin is released with the program: one version.
+    let manifest = read_json(&root.join("plugins/hooks-app/.claude-plugin/plugin.json"));
+    assert_eq!(
+        manifest["version"].as_str(),
+        Some(env!("CARGO_PKG_VERSION")),
+        "{manifest}"
+    );
     // The commands change what runs with the person's credentials: only the person types
     // them (a repository's text cannot have the model call them), and each runs one fixed
     // command line, no argument pasted in.
