@@ -47,6 +47,19 @@ fn hooks_app_on_path(app: &App) {
         .set_var("PATH", &format!("{}:{path}", bin.display()));
 }
 
+/// `doctor` says no hook is installed anywhere.
+#[track_caller]
+fn doctor_finds_no_hook(app: &App) {
+    let doctor = app.run(&["doctor"]);
+    let doctor = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        doctor
+            .lines()
+            .any(|l| l.contains("hook installed") && l.contains("no claude-hook entry")),
+        "{doctor}"
+    );
+}
+
 #[test]
 fn the_plugin_from_this_checkout_queues_post_task_and_leaves_nothing_when_uninstalled() {
     let app = App::real();
@@ -90,14 +103,7 @@ fn the_plugin_from_this_checkout_queues_post_task_and_leaves_nothing_when_uninst
 
     // Disabled, its hooks do not run, and doctor says no hook is installed.
     plugin(&app, &["disable", "hooks-app@hooks-app"]);
-    let doctor = app.run(&["doctor"]);
-    let doctor = String::from_utf8_lossy(&doctor.stdout);
-    assert!(
-        doctor
-            .lines()
-            .any(|l| l.contains("hook installed") && l.contains("no claude-hook entry")),
-        "{doctor}"
-    );
+    doctor_finds_no_hook(&app);
     plugin(&app, &["enable", "hooks-app@hooks-app"]);
 
     // A conversation that ends with DONE: the plugin's Stop hook queued post-task.
@@ -127,14 +133,7 @@ fn the_plugin_from_this_checkout_queues_post_task_and_leaves_nothing_when_uninst
     assert_eq!(installed["plugins"], serde_json::json!({}), "{installed}");
     app.claude("build another feature SAY_DONE");
     assert!(app.pending().is_empty(), "{:?}", app.pending());
-    let doctor = app.run(&["doctor"]);
-    let doctor = String::from_utf8_lossy(&doctor.stdout);
-    assert!(
-        doctor
-            .lines()
-            .any(|l| l.contains("hook installed") && l.contains("no claude-hook entry")),
-        "{doctor}"
-    );
+    doctor_finds_no_hook(&app);
 }
 
 #[test]

@@ -389,7 +389,6 @@ fn uninstall_codex_toml(ctx: &Context, dry_run: bool) -> AppResult<bool> {
     Ok(true)
 }
 
-/// What is queued runs again: a pause uninstall set is lifted, and a daemon started.
 /// `install --plugin`: Claude Code's hooks come from this app's plugin, so no entry is
 /// written (one an earlier `install` wrote in the user's settings is taken out, so no event
 /// is told twice), and the rest of the set-up is done as `install` does it: the daemon's
@@ -418,6 +417,7 @@ fn install_for_plugin(ctx: &Context, a: &InstallOptions) -> AppResult {
     queue_after_install(ctx, a)
 }
 
+/// What is queued runs again: a pause uninstall set is lifted, and a daemon started.
 fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
     if a.dry_run {
         return Ok(());
