@@ -278,6 +278,49 @@ pub fn installed_in(places: &Places) -> Vec<(PathBuf, Vec<String>)> {
 /// The name this project's Claude Code plugin has in every marketplace that holds it.
 pub const PLUGIN: &str = "hooks-app";
 
+/// The file, in the plugin's data folder, that says which hooks-app the plugin runs: one
+/// shell line, `exec '/abs/hooks-app' [global options] "$@"`, that `hooks-app install
+/// --plugin` writes. The plugin's `scripts/hooks-app` runs it and nothing else: never a
+/// `hooks-app` found on `PATH`, which a repository's settings can set.
+pub const PLUGIN_RECORD: &str = "hooks-app.sh";
+
+/// The plugin's data folders, Claude Code's `${CLAUDE_PLUGIN_DATA}`
+/// (`plugins/data/<name@marketplace with every other character than letters, digits, '-'
+/// and '_' made '-'>`): one for each marketplace `plugins/installed_plugins.json` lists it
+/// from, and always the one of this project's own marketplace, `hooks-app`, so a record
+/// written before the plugin is installed is found. Claude Code removes a folder when its
+/// plugin is uninstalled.
+pub fn plugin_data_dirs(places: &Places) -> Vec<PathBuf> {
+    let list = places.claude_home.join("plugins/installed_plugins.json");
+    let prefix = format!("{PLUGIN}@");
+    let mut names = vec![format!("{PLUGIN}@{PLUGIN}")];
+    if let Some(listed) = read_settings_text(&list)
+        .ok()
+        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        .and_then(|v| v.get("plugins")?.as_object().cloned())
+    {
+        names.extend(listed.keys().filter(|k| k.starts_with(&prefix)).cloned());
+    }
+    names.sort();
+    names.dedup();
+    names
+        .iter()
+        .map(|n| {
+            let id: String = n
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                        c
+                    } else {
+                        '-'
+                    }
+                })
+                .collect();
+            places.claude_home.join("plugins/data").join(id)
+        })
+        .collect()
+}
+
 /// This app's Claude Code plugin, where Claude Code has it installed and enabled: the
 /// plugin's `hooks/hooks.json` in Claude Code's copy (from `plugins/installed_plugins.json`),
 /// with the events it holds this app's handlers for. `None` when it is not installed, is

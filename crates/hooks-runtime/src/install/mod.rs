@@ -403,6 +403,7 @@ fn install_for_plugin(ctx: &Context, a: &InstallOptions) -> AppResult {
     if installed_in(ctx).iter().any(|(p, _)| *p == user) {
         take_out(ctx, &user, a.dry_run)?;
     }
+    record_for_plugin(ctx, a.dry_run)?;
     match hooks_claude_code::files::plugin_installed(&places(ctx)) {
         Some((file, events)) => crate::say!(
             "hooks: from the Claude Code plugin, {} ({})",
@@ -415,6 +416,25 @@ fn install_for_plugin(ctx: &Context, a: &InstallOptions) -> AppResult {
     }
     daemon_setup(ctx, a)?;
     queue_after_install(ctx, a)
+}
+
+/// Writes, in each of the plugin's data folders, the line that runs this very binary (by
+/// its absolute path, with the options a hook command would carry): the plugin runs that
+/// and never a `hooks-app` on `PATH`.
+fn record_for_plugin(ctx: &Context, dry_run: bool) -> AppResult {
+    use hooks_claude_code::files::{PLUGIN_RECORD, plugin_data_dirs};
+    let line = format!("exec {} \"$@\"\n", ctx.self_command()?);
+    for dir in plugin_data_dirs(&places(ctx)) {
+        let file = dir.join(PLUGIN_RECORD);
+        if dry_run {
+            crate::say!("would write {}: {}", file.display(), line.trim_end());
+            continue;
+        }
+        hooks_platform::files::write_private(&file, &line)
+            .map_err(|e| AppError::runtime(format!("cannot write {}: {e}", file.display())))?;
+        crate::say!("plugin: runs this hooks-app ({})", file.display());
+    }
+    Ok(())
 }
 
 /// What is queued runs again: a pause uninstall set is lifted, and a daemon started.
