@@ -384,10 +384,32 @@ fn ok(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
+/// A new folder of this run's own under the temp folder: made with `mkdir`, which fails
+/// where anything (another user's planted folder or link) already has the name.
+fn exclusive_dir() -> Result<PathBuf, String> {
+    let base = std::env::temp_dir();
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    for n in 0..100u32 {
+        let dir = base.join(format!(
+            "hooks-app-dist-check-{}-{nanos:x}-{n}",
+            std::process::id()
+        ));
+        let mut b = std::fs::DirBuilder::new();
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        match b.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(format!("{}: {e}", dir.display())),
+        }
+    }
+    Err(format!("no new folder could be made in {}", base.display()))
+}
+
 /// Installs the tarballs offline into an empty prefix and checks the installed program.
 fn check_install(tarballs: &[PathBuf], version: &str) -> Result<(), String> {
-    let scratch = std::env::temp_dir().join(format!("hooks-app-dist-check-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
+    let scratch = exclusive_dir()?;
     let (prefix, home) = (scratch.join("prefix"), scratch.join("home"));
     let (data, claude_home, proj) = (home.join("data"), home.join(".claude"), home.join("proj"));
     for d in [&prefix, &proj, &claude_home] {
@@ -453,6 +475,16 @@ fn check_install(tarballs: &[PathBuf], version: &str) -> Result<(), String> {
         if command.contains(".js") || !command.contains(&platform_bin) {
             return Err(format!(
                 "the hook command must name the platform binary under {platform_bin}, never the launcher: {command}"
+            ));
+        }
+        // The plugin's record names the platform binary too.
+        run(&["install", "--plugin", "--daemon", "none"])?;
+        let record = claude_home.join("plugins/data/hooks-app-hooks-app/hooks-app.sh");
+        let line = std::fs::read_to_string(&record)
+            .map_err(|e| format!("install --plugin wrote no {}: {e}", record.display()))?;
+        if line.contains(".js") || !line.contains(&platform_bin) {
+            return Err(format!(
+                "the plugin's record must name the platform binary under {platform_bin}, never the launcher: {line}"
             ));
         }
         // The hook as Claude Code runs it, on a turn that ended with DONE.
