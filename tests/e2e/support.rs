@@ -177,12 +177,14 @@ impl App {
     }
 
     /// The global options `install` writes before `claude-hook` here: the scratch data
-    /// folder is not the one under the user database's home, and the store and host id the
-    /// test chose.
+    /// folder and Claude Code folder are not the ones under the user database's home, and
+    /// the store and host id the test chose.
     pub fn hook_flags(&self) -> Vec<String> {
         let mut f = vec![
             "--data-dir".to_owned(),
             self.data_dir().to_string_lossy().into_owned(),
+            "--claude-home".to_owned(),
+            self.env.claude_home().to_string_lossy().into_owned(),
         ];
         for (flag, value) in [("--store", &self.store), ("--host-id", &self.host_id)] {
             if let Some(v) = value {
@@ -195,8 +197,9 @@ impl App {
     /// The hook command `install` writes here, `claude-hook` followed by `tail`.
     pub fn hook_command(&self, tail: &str) -> String {
         format!(
-            "{APP} --data-dir {} claude-hook{tail}",
-            hooks_platform::shell_quote(&self.data_dir().to_string_lossy())
+            "{APP} --data-dir {} --claude-home {} claude-hook{tail}",
+            hooks_platform::shell_quote(&self.data_dir().to_string_lossy()),
+            hooks_platform::shell_quote(&self.env.claude_home().to_string_lossy())
         )
     }
 

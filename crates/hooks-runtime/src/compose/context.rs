@@ -273,6 +273,12 @@ impl Context {
             cmd.push_str(" --data-dir ");
             cmd.push_str(&shell_quote(&self.data_dir.to_string_lossy()));
         }
+        // And Claude Code's folder, where it is not `~/.claude` (`CLAUDE_CONFIG_DIR`): the
+        // hook looks there for the conversations open now.
+        if account_home().ok().map(|h| h.join(".claude")).as_ref() != Some(&self.claude_home) {
+            cmd.push_str(" --claude-home ");
+            cmd.push_str(&shell_quote(&self.claude_home.to_string_lossy()));
+        }
         if self.done_marker != hooks_core::DONE_MARKER {
             cmd.push_str(" --done-marker ");
             cmd.push_str(&shell_quote(&self.done_marker));
