@@ -190,7 +190,8 @@ fn a_disabled_hook_queues_nothing_and_other_stops_queue_nothing() {
 }
 
 /// A finished turn's Stop hook answers with a `systemMessage` the TUI shows: which hooks
-/// were queued, when, and how to stop them; nothing when nothing was queued.
+/// were queued, when, how to stop them, and that no daemon runs to start them; nothing
+/// when nothing was queued.
 #[test]
 fn the_person_is_told_what_a_finished_turn_queued() {
     let app = App::fake();
@@ -230,7 +231,9 @@ fn the_person_is_told_what_a_finished_turn_queued() {
     assert!(
         said.contains("post-task in 10s")
             && said.contains("changelog in 2m")
-            && said.contains("hooks-app pause"),
+            && said.contains("hooks-app pause")
+            // Installed with no daemon, and none runs: the person is told what starts them.
+            && said.contains("no hooks-app daemon is running now"),
         "{said}"
     );
     assert_eq!(app.pending().len(), 2);

@@ -107,11 +107,16 @@ fn an_open_tui_conversation_is_never_resumed_and_is_followed_up_once_the_person_
     let tui = Tui::start(&app.env, &app.proj);
     tui.type_line("build the feature SAY_DONE");
     let sid = session_of(&app);
-    // The Stop hook's heads-up is on the person's screen.
+    // The Stop hook's heads-up is on the person's screen: after the close where the TUI
+    // has no way in (2.1.197). Where it has one, the hook cannot know that this daemon was
+    // started with `--deliver closed`, and says when it is due.
+    let told = if has_inbox() {
+        "hooks-app will follow up this conversation: post-task in"
+    } else {
+        "hooks-app will follow up this conversation: post-task after you close this conversation"
+    };
     assert!(
-        wait_until(10, || tui.screen().contains(
-            "hooks-app will follow up this conversation: post-task in"
-        )),
+        wait_until(10, || tui.screen().contains(told)),
         "{}",
         tui.screen()
     );
@@ -274,6 +279,12 @@ fn a_follow_up_waiting_on_an_open_tui_runs_within_the_quiet_period_of_the_exit()
     for round in 1..=2 {
         let tui = Tui::start(&app.env, &app.proj);
         tui.type_line(&format!("build part {round} SAY_DONE"));
+        // The hook says `--deliver closed`: the heads-up says it comes after the close.
+        assert!(
+            tui.wait_for(30, "post-task after you close this conversation"),
+            "{}",
+            tui.screen()
+        );
         assert!(
             wait_until(60, || waiting_reason(&app)
                 .is_some_and(|r| r.starts_with("conversation open in claude"))),
@@ -408,6 +419,14 @@ fn done_in_a_tui_delivering(delay: &str) -> (App, std::process::Child, Tui, Stri
     let tui = Tui::start(&app.env, &app.proj);
     tui.type_line("build the feature SAY_DONE");
     let sid = session_of(&app);
+    // The heads-up says where it will come: into this TUI where it has a way in, else
+    // after the person closes it.
+    let told = if has_inbox() {
+        "post-task in"
+    } else {
+        "post-task after you close this conversation"
+    };
+    assert!(tui.wait_for(30, told), "told {told:?}:\n{}", tui.screen());
     (app, serve, tui, sid)
 }
 

@@ -274,6 +274,71 @@ pub struct FireInput<'a> {
     pub policy: Policy,
 }
 
+/// What says whether a follow-up may go into the open conversation rather than wait for
+/// its close: the one rule the fire decision and the heads-up a person is shown share.
+#[derive(Debug, Clone, Copy)]
+pub struct DeliveryCheck<'a> {
+    /// The daemon's rules (`deliver_open`).
+    pub policy: Policy,
+    /// The hook.
+    pub hook: &'a Hook,
+    /// The runner can deliver into an open conversation.
+    pub runner_delivers: bool,
+    /// The conversation's transcript was found.
+    pub transcript_found: bool,
+    /// The run options of the hook's prompt, once loaded; `None` when it could not be.
+    pub options: Option<&'a crate::prompt::RunOptions>,
+    /// How often a delivery of this entry already went untaken.
+    pub not_taken: u32,
+    /// The failure the entry continues, if any.
+    pub error: Option<crate::failure::FailureKind>,
+}
+
+/// Into the open conversation only what its hook allows and it can take as it is: delivery
+/// on (the daemon's and the hook's), a runner that can, a transcript, no run options (a
+/// model, a permission mode, tools, turns, a system prompt) that only a resumed run could
+/// honour, no cost cap (the open TUI has none: a capped follow-up is resumed after the
+/// close, with `--max-budget-usd`), not again once a delivery of this entry went untaken,
+/// and never the continuation of a usage limit (a TUI left open at a limit continues the
+/// conversation itself after the reset: a second "carry on" would be a second turn).
+pub fn may_deliver(c: &DeliveryCheck<'_>) -> bool {
+    c.policy.deliver_open
+        && c.hook.deliver == crate::model::Delivery::Auto
+        && c.runner_delivers
+        && c.transcript_found
+        && c.options.is_some_and(|o| {
+            *o == crate::prompt::RunOptions {
+                max_budget: o.max_budget,
+                ..Default::default()
+            }
+        })
+        && c.hook.max_cost.usd().is_none()
+        && c.not_taken == 0
+        && c.error != Some(crate::failure::FailureKind::RateLimit)
+}
+
+/// Where a follow-up comes once it is due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// No one has the conversation open: it is resumed when due.
+    AtDue,
+    /// Into the open conversation, when due and the conversation idle.
+    IntoOpen,
+    /// The conversation is open and the follow-up cannot go into it (no way in, or
+    /// [`may_deliver`] says no): it waits for the close, then is resumed.
+    AfterClose,
+}
+
+/// Where a follow-up comes: into `open` when it has a way in and the follow-up
+/// [`may_deliver`]; after its close when it is open otherwise; when due when nothing has it open.
+pub fn arrival(may_deliver: bool, open: Option<&crate::live::OpenSession>) -> Arrival {
+    match open {
+        None => Arrival::AtDue,
+        Some(o) if may_deliver && o.inbox.is_some() => Arrival::IntoOpen,
+        Some(_) => Arrival::AfterClose,
+    }
+}
+
 /// Tokens shown in thousands, rounded up, so a figure over a cap never prints as equal to it.
 fn in_k(tokens: u64) -> u64 {
     tokens.div_ceil(1000)
@@ -349,7 +414,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         .facts
         .open
         .as_ref()
-        .filter(|o| i.can_deliver && o.inbox.is_some());
+        .filter(|o| arrival(i.can_deliver, Some(o)) == Arrival::IntoOpen);
     if let Some(open) = deliverable
         && !open.is_idle()
     {

@@ -390,6 +390,35 @@ impl Service {
             .collect())
     }
 
+    /// Where the follow-up of `hook_id` just queued for `session` will come, were it due
+    /// now ([`decide::arrival`]): what a person is told when it is queued. A new entry has
+    /// had no delivery go untaken and continues no failure.
+    pub async fn arrival(
+        &self,
+        hook_id: &HookId,
+        session: &SessionId,
+    ) -> Result<decide::Arrival, ServiceError> {
+        let Some(hook) = self.ports.store.get_hook(hook_id).await? else {
+            return Ok(decide::Arrival::AtDue);
+        };
+        let facts = self.ports.meta.facts(session).await?;
+        let prompt = self
+            .ports
+            .prompts
+            .load(&hook.prompt_file, facts.cwd())
+            .await;
+        let may = decide::may_deliver(&decide::DeliveryCheck {
+            policy: self.config.policy,
+            hook: &hook,
+            runner_delivers: self.ports.runner.delivers_into_open(),
+            transcript_found: facts.transcript.is_some(),
+            options: prompt.as_ref().ok().map(|p| &p.options),
+            not_taken: 0,
+            error: None,
+        });
+        Ok(decide::arrival(may, facts.open.as_ref()))
+    }
+
     /// [`Self::notify`] for a caller that names the folder itself (the API's own event, the
     /// `notify` command): a folder other than the one the conversation is known by is
     /// refused, naming `cwd`, and nothing changes. A conversation's folder never moves: a
@@ -579,25 +608,20 @@ impl Service {
             _ => None,
         };
         let paused = store.pause().await?;
-        // Into the open conversation only what its hook allows and it can take as it is: no run options (a
-        // model, a permission mode, tools, turns, a system prompt, a cost cap) that only a
-        // resumed run could honour, not again once a delivery of this entry went untaken, and not the
-        // continuation of a usage limit.
-        let can_deliver = self.config.policy.deliver_open
-            && hook.as_ref().is_some_and(|h| h.deliver == Delivery::Auto)
-            && self.ports.runner.delivers_into_open()
-            && facts.transcript.is_some()
-            && matches!(&prompt, Some(Ok(p)) if crate::prompt::RunOptions {
-                max_budget: p.options.max_budget,
-                ..Default::default()
-            } == p.options)
-            // The open TUI has no cost cap: a capped hook's follow-up is resumed after the
-            // close, with the cap (`--max-budget-usd`).
-            && hook.as_ref().is_some_and(|h| h.max_cost.usd().is_none())
-            && entry.not_taken == 0
-            // A TUI left open at a usage limit continues the conversation itself after the
-            // reset: a second "carry on" would be a second turn. It waits for the close.
-            && entry.error != Some(FailureKind::RateLimit);
+        let can_deliver = hook.as_ref().is_some_and(|h| {
+            decide::may_deliver(&decide::DeliveryCheck {
+                policy: self.config.policy,
+                hook: h,
+                runner_delivers: self.ports.runner.delivers_into_open(),
+                transcript_found: facts.transcript.is_some(),
+                options: match &prompt {
+                    Some(Ok(p)) => Some(&p.options),
+                    _ => None,
+                },
+                not_taken: entry.not_taken,
+                error: entry.error,
+            })
+        });
         let decision = decide::decide_fire(FireInput {
             hook: hook.as_ref(),
             entry,

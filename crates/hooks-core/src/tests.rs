@@ -3445,3 +3445,93 @@ async fn a_follow_up_whose_agent_cannot_start_goes_back_to_the_queue() {
     );
     assert!(w.store.snapshot().await.unwrap().pending.is_empty());
 }
+
+/// The one delivery rule: into the open conversation only a follow-up its hook and the
+/// daemon allow, that needs no run option or cost cap, was never left untaken and continues
+/// no usage limit; and only where the conversation has a way in.
+#[test]
+fn a_follow_up_goes_into_the_open_conversation_only_as_it_is_and_where_there_is_a_way_in() {
+    let plain = RunOptions::default();
+    let with_model = RunOptions {
+        model: Some("claude-opus-4-5".into()),
+        ..Default::default()
+    };
+    let h = hook();
+    fn check<'a>(hook: &'a Hook, options: Option<&'a RunOptions>) -> DeliveryCheck<'a> {
+        DeliveryCheck {
+            policy: Policy::default(),
+            hook,
+            runner_delivers: true,
+            transcript_found: true,
+            options,
+            not_taken: 0,
+            error: None,
+        }
+    }
+    assert!(may_deliver(&check(&h, Some(&plain))));
+    assert!(
+        !may_deliver(&check(&h, Some(&with_model))),
+        "a model: resumed"
+    );
+    assert!(!may_deliver(&check(&h, None)), "no prompt loaded");
+    let closed = Hook {
+        deliver: Delivery::Closed,
+        ..hook()
+    };
+    assert!(!may_deliver(&check(&closed, Some(&plain))));
+    let capped = Hook {
+        max_cost: CostCap::parse("0.50").unwrap(),
+        ..hook()
+    };
+    assert!(!may_deliver(&check(&capped, Some(&plain))), "a cost cap");
+    for (name, c) in [
+        (
+            "daemon",
+            DeliveryCheck {
+                policy: Policy {
+                    deliver_open: false,
+                    ..Policy::default()
+                },
+                ..check(&h, Some(&plain))
+            },
+        ),
+        (
+            "runner",
+            DeliveryCheck {
+                runner_delivers: false,
+                ..check(&h, Some(&plain))
+            },
+        ),
+        (
+            "transcript",
+            DeliveryCheck {
+                transcript_found: false,
+                ..check(&h, Some(&plain))
+            },
+        ),
+        (
+            "untaken",
+            DeliveryCheck {
+                not_taken: 1,
+                ..check(&h, Some(&plain))
+            },
+        ),
+        (
+            "limit",
+            DeliveryCheck {
+                error: Some(crate::failure::FailureKind::RateLimit),
+                ..check(&h, Some(&plain))
+            },
+        ),
+    ] {
+        assert!(!may_deliver(&c), "{name}");
+    }
+
+    let mut open = OpenSession::new("claude", 42);
+    assert_eq!(arrival(true, None), Arrival::AtDue);
+    assert_eq!(arrival(false, None), Arrival::AtDue);
+    assert_eq!(arrival(true, Some(&open)), Arrival::AfterClose, "no way in");
+    open.inbox = Some("/run/inbox.sock".into());
+    assert_eq!(arrival(true, Some(&open)), Arrival::IntoOpen);
+    assert_eq!(arrival(false, Some(&open)), Arrival::AfterClose);
+}

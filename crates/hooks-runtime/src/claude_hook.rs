@@ -15,6 +15,7 @@
 //! exits 1 with one line on stderr and changes nothing; this command never exits 2, which
 //! would block Claude.
 
+use hooks_core::decide::Arrival;
 use std::io::Read;
 use std::process::ExitCode;
 
@@ -310,13 +311,47 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     }
     // A finished turn's Stop: the TUI shows the person what is coming (a SessionEnd's
     // output reaches nobody, a StopFailure's is ignored).
-    if plan.event.event == Event::ConversationDone
-        && !plan.closed
-        && let Some(text) = heads_up(&reports, service.now(), plan.event.session.as_str())
-    {
-        println!("{}", hooks_claude_code::hook_output::system_message(&text));
+    if plan.event.event == Event::ConversationDone && !plan.closed {
+        let arrivals = rt.block_on(arrivals(&service, &reports, &plan.event.session))?;
+        let no_daemon = !wanted_daemon_running(ctx, wanted);
+        if let Some(text) = heads_up(
+            &reports,
+            &arrivals,
+            service.now(),
+            plan.event.session.as_str(),
+            no_daemon,
+        ) {
+            println!("{}", hooks_claude_code::hook_output::system_message(&text));
+        }
     }
     Ok(())
+}
+
+/// Where each queued follow-up will come ([`Arrival::AtDue`] for the others), in the
+/// order of `reports`.
+async fn arrivals(
+    service: &hooks_core::service::Service,
+    reports: &[hooks_core::service::NotifyReport],
+    session: &hooks_core::model::SessionId,
+) -> Result<Vec<Arrival>, hooks_core::service::ServiceError> {
+    let mut out = Vec::with_capacity(reports.len());
+    for r in reports {
+        out.push(match r.outcome {
+            hooks_core::service::NotifyOutcome::Queued { .. } => {
+                service.arrival(&r.hook_id, session).await?
+            }
+            _ => Arrival::AtDue,
+        });
+    }
+    Ok(out)
+}
+
+/// A daemon will take what was queued: one runs, or the on-demand mode has just started
+/// one (`started`).
+fn wanted_daemon_running(ctx: &Context, started: bool) -> bool {
+    let mode = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir).mode;
+    (started && mode == crate::options::DaemonMode::OnDemand)
+        || crate::daemon::ondemand::daemon_running(&ctx.data_dir)
 }
 
 /// A wait as a person reads it: seconds under a minute, then minutes, then hours and
@@ -333,27 +368,40 @@ fn roughly(secs: i64) -> String {
 }
 
 /// The one line the person is shown when a turn finished with the done marker: which
-/// follow-ups were queued and when, and which will not come because they came already
-/// (once per conversation) or are queued already, so no DONE goes unanswered. Hooks that
-/// do not apply (switched off, a subagent's or a cron job's conversation) say nothing.
-/// `None` when there is nothing to say. `session` names the conversation in the way to
-/// run a hook again.
+/// follow-ups were queued, when and where each will come (`arrivals`, in the order of
+/// `reports`: when due, or after the person closes the conversation), and which will not
+/// come because they came already (once per conversation) or are queued already, so no
+/// DONE goes unanswered; and, when `no_daemon`, that no daemon runs to start them. Hooks
+/// that do not apply (switched off, a subagent's or a cron job's conversation) say
+/// nothing. `None` when there is nothing to say. `session` names the conversation in the
+/// way to run a hook again.
 pub fn heads_up(
     reports: &[hooks_core::service::NotifyReport],
+    arrivals: &[Arrival],
     now: hooks_core::stamp::Timestamp,
     session: &str,
+    no_daemon: bool,
 ) -> Option<String> {
     use hooks_core::decide::SkipReason;
     use hooks_core::service::NotifyOutcome;
     let mut queued = Vec::new();
     let mut came = Vec::new();
-    for r in reports {
+    for (i, r) in reports.iter().enumerate() {
         match &r.outcome {
-            NotifyOutcome::Queued { due_at } => queued.push(format!(
-                "{} in {}",
-                r.hook_id,
-                roughly((*due_at - now).whole_seconds())
-            )),
+            NotifyOutcome::Queued { due_at } => {
+                let wait = (*due_at - now).whole_seconds();
+                queued.push(match arrivals.get(i) {
+                    Some(Arrival::AfterClose) if wait >= 60 => format!(
+                        "{} after you close this conversation, not before {}",
+                        r.hook_id,
+                        roughly(wait)
+                    ),
+                    Some(Arrival::AfterClose) => {
+                        format!("{} after you close this conversation", r.hook_id)
+                    }
+                    _ => format!("{} in {}", r.hook_id, roughly(wait)),
+                });
+            }
             NotifyOutcome::Skipped(SkipReason::AlreadyPending) => {
                 queued.push(format!("{} (queued already)", r.hook_id));
             }
@@ -369,6 +417,12 @@ pub fn heads_up(
             "hooks-app will follow up this conversation: {} (`hooks-app pause` stops them)",
             queued.join(", ")
         ));
+        if no_daemon {
+            lines.push(
+                "no hooks-app daemon is running now: the follow-up starts once `hooks-app serve` (or a `tick`) runs; `hooks-app install` sets one up"
+                    .to_owned(),
+            );
+        }
     }
     if !came.is_empty() {
         let again = came
