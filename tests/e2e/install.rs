@@ -500,3 +500,32 @@ fn install_again_applies_what_it_is_given_and_keeps_the_rest() {
     app.ok(&["install"]);
     assert_eq!(daemon()["mode"], "none", "a mode chosen is kept");
 }
+
+/// `uninstall` says what it leaves in every folder `init` wrote prompt files into, not
+/// only the workspace's.
+#[test]
+fn uninstall_names_the_prompt_files_init_wrote_in_every_folder() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let other = app.env.workdir("other");
+    let o = app
+        .cmd(&["init", "--workspace", "."])
+        .current_dir(&other)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    app.ok(&["install", "--daemon", "none"]);
+    // A file the person deleted since is not named.
+    std::fs::remove_file(other.join(".claude/agents/hooks/post-task.md")).unwrap();
+    let out = app.ok(&["uninstall"]);
+    for (dir, files) in [
+        (&app.proj, "continue-after-limit.md, post-task.md"),
+        (&other, "continue-after-limit.md"),
+    ] {
+        let line = format!(
+            "left: the prompt files in {} ({files});",
+            dir.join(".claude/agents/hooks").display()
+        );
+        assert!(out.contains(&line), "{line}\n{out}");
+    }
+}

@@ -46,13 +46,20 @@ pub fn init(ctx: &Context) -> AppResult {
             ctx.workspace.display()
         ))
     })?;
-    for (path, wrote) in written {
-        if wrote {
+    for (path, wrote) in &written {
+        if *wrote {
             crate::say!("wrote the default prompt: {}", path.display());
         } else {
             crate::say!("prompt already there: {}", path.display());
         }
     }
+    // So `uninstall` can say what it leaves in each folder `init` ran in.
+    let wrote: Vec<_> = written
+        .into_iter()
+        .filter(|(_, w)| *w)
+        .map(|(p, _)| p)
+        .collect();
+    crate::install::record_written_prompts(&ctx.data_dir, &wrote)?;
     crate::say!(
         "next: `hooks-app install` to add the Claude Code hook (a daemon then starts when something is queued), and `hooks-app doctor`"
     );

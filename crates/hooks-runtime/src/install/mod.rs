@@ -26,7 +26,7 @@ use crate::{AppError, AppResult, Context};
 mod codex_toml;
 mod queue;
 mod setup;
-pub use setup::restart;
+pub use setup::{record_written_prompts, restart};
 
 mod options;
 pub use options::{InstallOptions, UninstallOptions};

@@ -238,7 +238,50 @@ pub fn stop_service(unit: &Path, dry_run: bool) -> AppResult {
     Ok(())
 }
 
-/// Says what uninstall leaves, and how to remove it.
+/// The file, in the data folder, that lists the prompt files `init` wrote, in whichever
+/// folder it ran: what `uninstall` says it leaves.
+pub const WRITTEN_PROMPTS_FILE: &str = "prompts-written.json";
+
+/// The prompt files `init` wrote, as recorded (none when the record is missing or damaged:
+/// it only ever adds to what uninstall says).
+fn written_prompts(data_dir: &Path) -> Vec<std::path::PathBuf> {
+    hooks_platform::read_regular(
+        &data_dir.join(WRITTEN_PROMPTS_FILE),
+        hooks_platform::ReadLimit::bytes(1024 * 1024),
+    )
+    .ok()
+    .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+    .and_then(|v| {
+        v.get("files")?.as_array().map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(std::path::PathBuf::from))
+                .collect()
+        })
+    })
+    .unwrap_or_default()
+}
+
+/// Adds `files` (absolute paths `init` just wrote) to the record of the prompt files it
+/// wrote.
+pub fn record_written_prompts(data_dir: &Path, files: &[std::path::PathBuf]) -> AppResult {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let mut all = written_prompts(data_dir);
+    all.extend(files.iter().cloned());
+    all.sort();
+    all.dedup();
+    let text = serde_json::to_string_pretty(&serde_json::json!({
+        "files": all.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>(),
+    }))
+    .map_err(|e| AppError::runtime(e.to_string()))?;
+    let file = data_dir.join(WRITTEN_PROMPTS_FILE);
+    hooks_platform::files::write_private(&file, &format!("{text}\n"))
+        .map_err(|e| AppError::runtime(format!("could not write {}: {e}", file.display())))
+}
+
+/// Says what uninstall leaves, and how to remove it: the data folder, and the prompt files
+/// in the workspace and in every folder `init` wrote them into, by folder.
 pub fn left_behind(ctx: &Context) {
     if ctx.data_dir.is_dir() {
         crate::say!(
@@ -248,17 +291,33 @@ pub fn left_behind(ctx: &Context) {
         );
     }
     let prompts = ctx.workspace.join(hooks_core::PROMPT_DIR);
-    let files: Vec<String> = std::fs::read_dir(&prompts)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| n.ends_with(".md"))
-        .collect();
-    if !files.is_empty() {
+    let mut by_dir: std::collections::BTreeMap<std::path::PathBuf, Vec<String>> =
+        std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(&prompts).into_iter().flatten().flatten() {
+        if let Some(n) = e.file_name().to_str().filter(|n| n.ends_with(".md")) {
+            by_dir
+                .entry(prompts.clone())
+                .or_default()
+                .push(n.to_owned());
+        }
+    }
+    for f in written_prompts(&ctx.data_dir) {
+        let (Some(dir), Some(name)) = (f.parent(), f.file_name().and_then(|n| n.to_str())) else {
+            continue;
+        };
+        if f.is_file() {
+            by_dir
+                .entry(dir.to_path_buf())
+                .or_default()
+                .push(name.to_owned());
+        }
+    }
+    for (dir, mut files) in by_dir {
+        files.sort();
+        files.dedup();
         crate::say!(
             "left: the prompt files in {} ({}); they are yours to keep or delete",
-            prompts.display(),
+            dir.display(),
             files.join(", ")
         );
     }
