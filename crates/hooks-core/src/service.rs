@@ -390,33 +390,51 @@ impl Service {
             .collect())
     }
 
-    /// Where the follow-up of `hook_id` just queued for `session` will come, were it due
-    /// now ([`decide::arrival`]): what a person is told when it is queued. A new entry has
-    /// had no delivery go untaken and continues no failure.
-    pub async fn arrival(
+    /// Where the follow-ups of `hooks` just queued for `session` will come, were they due
+    /// now ([`decide::arrival`]), in the order of `hooks`: what a person is told when they
+    /// are queued. A new entry has had no delivery go untaken and continues no failure.
+    /// Only when the conversation is open are its facts, the hooks and their prompts read
+    /// (closed, each comes when due).
+    pub async fn arrivals(
         &self,
-        hook_id: &HookId,
         session: &SessionId,
-    ) -> Result<decide::Arrival, ServiceError> {
-        let Some(hook) = self.ports.store.get_hook(hook_id).await? else {
-            return Ok(decide::Arrival::AtDue);
-        };
+        hooks: &[HookId],
+    ) -> Result<Vec<decide::Arrival>, ServiceError> {
+        if hooks.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Who has it open is looked at first: it needs no store read.
+        if self.ports.meta.open(session).await?.is_none() {
+            return Ok(vec![decide::Arrival::AtDue; hooks.len()]);
+        }
         let facts = self.ports.meta.facts(session).await?;
-        let prompt = self
-            .ports
-            .prompts
-            .load(&hook.prompt_file, facts.cwd())
-            .await;
-        let may = decide::may_deliver(&decide::DeliveryCheck {
-            policy: self.config.policy,
-            hook: &hook,
-            runner_delivers: self.ports.runner.delivers_into_open(),
-            transcript_found: facts.transcript.is_some(),
-            options: prompt.as_ref().ok().map(|p| &p.options),
-            not_taken: 0,
-            error: None,
-        });
-        Ok(decide::arrival(may, facts.open.as_ref()))
+        let Some(open) = facts.open.as_ref() else {
+            return Ok(vec![decide::Arrival::AtDue; hooks.len()]);
+        };
+        let mut out = Vec::with_capacity(hooks.len());
+        for id in hooks {
+            let may = match self.ports.store.get_hook(id).await? {
+                Some(hook) => {
+                    let prompt = self
+                        .ports
+                        .prompts
+                        .load(&hook.prompt_file, facts.cwd())
+                        .await;
+                    decide::may_deliver(&decide::DeliveryCheck {
+                        policy: self.config.policy,
+                        hook: &hook,
+                        runner_delivers: self.ports.runner.delivers_into_open(),
+                        transcript_found: facts.transcript.is_some(),
+                        options: prompt.as_ref().ok().map(|p| &p.options),
+                        not_taken: 0,
+                        error: None,
+                    })
+                }
+                None => false,
+            };
+            out.push(decide::arrival(may, Some(open)));
+        }
+        Ok(out)
     }
 
     /// [`Self::notify`] for a caller that names the folder itself (the API's own event, the

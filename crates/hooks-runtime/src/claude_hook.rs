@@ -334,16 +334,25 @@ async fn arrivals(
     reports: &[hooks_core::service::NotifyReport],
     session: &hooks_core::model::SessionId,
 ) -> Result<Vec<Arrival>, hooks_core::service::ServiceError> {
-    let mut out = Vec::with_capacity(reports.len());
-    for r in reports {
-        out.push(match r.outcome {
-            hooks_core::service::NotifyOutcome::Queued { .. } => {
-                service.arrival(&r.hook_id, session).await?
+    let queued = |r: &hooks_core::service::NotifyReport| {
+        matches!(r.outcome, hooks_core::service::NotifyOutcome::Queued { .. })
+    };
+    let ids: Vec<_> = reports
+        .iter()
+        .filter(|r| queued(r))
+        .map(|r| r.hook_id.clone())
+        .collect();
+    let mut found = service.arrivals(session, &ids).await?.into_iter();
+    Ok(reports
+        .iter()
+        .map(|r| {
+            if queued(r) {
+                found.next().unwrap_or(Arrival::AtDue)
+            } else {
+                Arrival::AtDue
             }
-            _ => Arrival::AtDue,
-        });
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
 /// A daemon will take what was queued: one runs, or the on-demand mode has just started
