@@ -339,6 +339,27 @@ fn the_api_serves_the_cli_use_cases_with_clear_errors() {
         json!([]),
         "a follow-up's own Stop is ignored"
     );
+    // The continuation of a failed turn carries the task on: its DONE queues post-task.
+    let continued = call(
+        d.addr,
+        "POST",
+        "/api/v1/events",
+        &[
+            ("Authorization", &d.auth()),
+            ("X-Hooks-App-Follow-Up", "continue-after-limit"),
+        ],
+        Some(
+            &json!({"hook_event_name": "Stop", "session_id": "s-continued", "cwd": "/tmp",
+            "transcript_path": "/tmp/none.jsonl", "last_assistant_message": "DONE"})
+            .to_string(),
+        ),
+    );
+    assert_eq!(
+        post_task(&continued.json())["outcome"],
+        "queued",
+        "{}",
+        continued.body
+    );
     error_of(
         &d.send("POST", "/api/v1/events", r#"{"sessionId": "../etc"}"#),
         400,
@@ -387,7 +408,8 @@ fn the_api_serves_the_cli_use_cases_with_clear_errors() {
     let del = d.send("DELETE", "/api/v1/hooks/post-task", "");
     assert_eq!(
         del.json(),
-        json!({"deleted": "post-task", "droppedEntries": 2})
+        // s-http, s-hook and s-continued.
+        json!({"deleted": "post-task", "droppedEntries": 3})
     );
     assert!(app.json(&["pending"]).as_array().unwrap().is_empty());
     d.stop();

@@ -134,8 +134,10 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
     let listed = app.ok(&["pending"]);
     assert!(listed.contains("rate limited until"), "{listed}");
 
-    // The limit lifts; the daemon continues the same conversation once, after the reset.
+    // The limit lifts; the daemon continues the same conversation once, after the reset,
+    // and the continuation finishes the task (its reply ends with DONE).
     app.api.set_limit(None);
+    app.api.set_final_line(Some("DONE"));
     let serve = app.spawn(&["serve", "--quiet-period", "1"]);
     let ran = wait_until(120, || {
         app.runs()
@@ -163,15 +165,23 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
         transcript.contains("Carry on with the task") && transcript.contains("rate_limit"),
         "the prompt, with {{{{error}}}} filled, is in the same conversation"
     );
-    // The continuation's own Stop and StopFailure queue nothing.
-    let queued: Vec<String> = app
+    // The continuation carried the person's task on: its DONE is the task's, and queues
+    // post-task for the conversation (which a failed turn never queued). Nothing else:
+    // continue-after-limit is not queued again.
+    let queued: Vec<(String, String)> = app
         .pending()
         .iter()
-        .map(|p| p["hookId"].as_str().unwrap_or_default().to_owned())
+        .map(|p| {
+            (
+                p["hookId"].as_str().unwrap_or_default().to_owned(),
+                p["sessionId"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
         .collect();
-    assert!(
-        queued.is_empty(),
-        "a follow-up's own Stop queues nothing: {queued:?}"
+    assert_eq!(
+        queued,
+        [("post-task".to_owned(), sid.clone())],
+        "the continuation's DONE queued post-task"
     );
     assert!(app.json(&["session", &sid])["stamps"]["continue-after-limit"].is_string());
 }

@@ -390,6 +390,24 @@ impl Service {
             .collect())
     }
 
+    /// Whether a turn that said DONE in a follow-up of hook `follow_up` (the id the runner
+    /// named in [`crate::FOLLOW_UP_ENV`]) finished the conversation's own task. Only the
+    /// continuation of a failed turn (a hook on `conversation-failed`, as
+    /// continue-after-limit) carries the person's task on: its DONE is the task's, and
+    /// queues what a DONE queues. Any other follow-up's DONE is its own, and queues nothing;
+    /// so does one of a hook that is gone or an id that is none.
+    pub async fn done_is_the_task_s(&self, follow_up: &str) -> Result<bool, ServiceError> {
+        let Ok(id) = HookId::parse(follow_up.trim()) else {
+            return Ok(false);
+        };
+        Ok(self
+            .ports
+            .store
+            .get_hook(&id)
+            .await?
+            .is_some_and(|h| h.event == Event::ConversationFailed))
+    }
+
     /// Where the follow-ups of `hooks` just queued for `session` will come, were they due
     /// now ([`decide::arrival`]), in the order of `hooks`: what a person is told when they
     /// are queued. A new entry has had no delivery go untaken and continues no failure.

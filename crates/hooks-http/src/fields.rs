@@ -166,15 +166,25 @@ pub async fn events(
     s: &HttpState,
     caller: &Caller,
     bytes: &[u8],
-    follow_up: bool,
+    follow_up: Option<&str>,
     on_end: bool,
 ) -> Result<Vec<NotifyReport>, ApiError> {
     let m = json_object(bytes)?;
     s.metrics.events.fetch_add(1, Ordering::Relaxed);
     let hook = *caller == Caller::Hook;
     let reports = if m.contains_key("hook_event_name") {
-        if follow_up {
-            // A follow-up's own Stop: this app started that run.
+        // A follow-up's own event: this app started that run. Only the Stop of a failed
+        // turn's continuation counts, as the conversation's own (see
+        // `Service::done_is_the_task_s`).
+        let ignored = match follow_up {
+            None => false,
+            Some(id) => {
+                on_end
+                    || m.get("hook_event_name").and_then(Value::as_str) != Some("Stop")
+                    || !s.svc.done_is_the_task_s(id).await?
+            }
+        };
+        if ignored {
             Vec::new()
         } else {
             s.backend.hook_input(bytes, on_end, hook).await?

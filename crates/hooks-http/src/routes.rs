@@ -349,7 +349,7 @@ async fn events(
     let guard = headers
         .get(FOLLOW_UP_HEADER)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| !v.trim().is_empty());
+        .filter(|v| !v.trim().is_empty());
     let on_end = q.0.iter().any(|(k, v)| k == "on" && v == "session-end");
     let reports = crate::fields::events(&s, &caller, &bytes, guard, on_end).await?;
     ok(&Value::Array(reports.iter().map(report_json).collect()))

@@ -289,13 +289,19 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
         .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
-    if std::env::var_os(crate::compose::FOLLOW_UP_ENV).is_some_and(|v| !v.is_empty()) {
-        // A follow-up's own Stop or SessionEnd: the app started that run.
-        return Ok(());
-    }
+    // A follow-up's own Stop or SessionEnd: the app started that run (the variable names
+    // its hook).
+    let follow_up = std::env::var(crate::compose::FOLLOW_UP_ENV)
+        .ok()
+        .filter(|v| !v.is_empty());
     let Some(plan) = plan(ctx, &buf, on, "stdin", false)? else {
         return Ok(());
     };
+    if follow_up.is_some()
+        && (plan.event.event != Event::ConversationDone || plan.closed || !plan.queue)
+    {
+        return Ok(());
+    }
     let (service, _) = ctx.service(
         // It queues and wakes, never runs: the claude runner stands in, whatever runs the
         // follow-ups, so a webhook's settings can never fail the hook.
@@ -305,6 +311,12 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
+    // Only the continuation of a failed turn finishes the conversation's own task.
+    if let Some(id) = &follow_up
+        && !rt.block_on(service.done_is_the_task_s(id))?
+    {
+        return Ok(());
+    }
     let (reports, wanted) = rt.block_on(carry_out(&service, &plan))?;
     if wanted {
         start_daemon(ctx);
