@@ -457,6 +457,11 @@ fn a_follow_up_due_while_the_tui_is_open_and_idle_arrives_in_it() {
             "the person sees the follow-up in their TUI:\n{}",
             tui.screen()
         );
+        assert!(
+            tui.screen().contains("hooks-app follow-up: post-task"),
+            "and whose it is:\n{}",
+            tui.screen()
+        );
         let r = app.runs()[0].clone();
         assert_eq!(r["status"], "ok", "{r}");
         assert_eq!(r["completed"], true, "{r}");

@@ -207,6 +207,7 @@ impl Runner for ClaudeRunner {
             return Ok(Box::new(open::OpenRun {
                 delivery: delivery.clone(),
                 session_id: req.session_id.to_string(),
+                hook_id: req.hook_id.to_string(),
                 prompt: req.prompt.body.clone(),
                 timeout: self.config.timeout,
             }));

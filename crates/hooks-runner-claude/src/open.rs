@@ -37,6 +37,8 @@ const SETTLE: Duration = Duration::from_millis(600);
 pub struct OpenRun {
     pub delivery: OpenDelivery,
     pub session_id: String,
+    /// The hook whose follow-up this is: the message's first line names it.
+    pub hook_id: String,
     pub prompt: String,
     /// How long the whole delivery may take: the conversation's taking it (a person may
     /// be asked first) and its turn.
@@ -75,13 +77,22 @@ fn alive(pid: u32) -> bool {
     hooks_platform::process::process(pid).is_some_and(|p| p.alive)
 }
 
+/// What the open conversation is sent: a first line that says this is hooks-app's
+/// follow-up and which hook's (Claude Code shows it as a message from another session, and
+/// names no sender), then the prompt.
+pub fn message(hook_id: &str, prompt: &str) -> String {
+    format!(
+        "[hooks-app follow-up: {hook_id}. Sent by hooks-app, not typed by you; `hooks-app pause` stops these.]\n\n{prompt}"
+    )
+}
+
 fn deliver(run: &OpenRun) -> RunOutcome {
     let d = &run.delivery;
     let started = Instant::now();
     let from = std::fs::metadata(&d.transcript).map_or(0, |m| m.len());
     let line = serde_json::json!({
         "type": "user",
-        "message": {"role": "user", "content": run.prompt},
+        "message": {"role": "user", "content": message(&run.hook_id, &run.prompt)},
         "session_id": run.session_id,
         "priority": "next",
         "from": "hooks-app",
@@ -319,6 +330,7 @@ mod tests {
                 transcript: dir.join("s.jsonl").display().to_string(),
             },
             session_id: "s".into(),
+            hook_id: "post-task".into(),
             prompt: "Do a short tidy-up pass.\nEnd with COMPLETED.".into(),
             timeout,
         }
@@ -350,6 +362,11 @@ mod tests {
             let mut line = String::new();
             std::io::BufReader::new(s).read_line(&mut line).unwrap();
             let v: Value = serde_json::from_str(&line).unwrap();
+            // The person sees whose message it is, then the prompt.
+            assert_eq!(
+                v["message"]["content"],
+                "[hooks-app follow-up: post-task. Sent by hooks-app, not typed by you; `hooks-app pause` stops these.]\n\nDo a short tidy-up pass.\nEnd with COMPLETED."
+            );
             let mut f = std::fs::OpenOptions::new()
                 .append(true)
                 .open(&transcript)
