@@ -307,7 +307,7 @@ pub async fn page(
             "store " (s.backend.store_location()) " · "
             (count(snap.hooks.len(), "hook", "hooks")) " · "
             (snap.pending.len()) " pending · "
-            (count(runs.len(), "run", "runs")) " in 30 days · this page follows the store · v"
+            (count(runs.iter().filter(|r| r.started()).count(), "run", "runs")) " in 30 days · this page follows the store · v"
             (env!("CARGO_PKG_VERSION"))
         }
         @if !csrf.is_empty() {

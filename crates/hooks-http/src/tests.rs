@@ -307,3 +307,27 @@ async fn the_hook_token_only_tells_of_events_and_they_are_checked() {
         .collect();
     assert_eq!(checked, [true, false], "checked with the hook token only");
 }
+
+/// The page's header and its chart count the same runs: the follow-ups that started, not
+/// the run log's lines for entries that ended before (a skip).
+#[tokio::test]
+async fn the_header_and_the_chart_count_the_same_runs() {
+    use hooks_core::*;
+    let app = app().await;
+    let now = app.state.svc.now();
+    let mut ran = RunRecord::new(post_task_id(), SessionId::parse("s-ran").unwrap(), now);
+    ran.finished_at = Some(now);
+    ran.outcome.cost_usd = Some(0.25);
+    ran.outcome.exit_code = Some(0);
+    let mut skipped = RunRecord::new(post_task_id(), SessionId::parse("s-skip").unwrap(), now);
+    skipped.finished_at = Some(now);
+    skipped.outcome.status = Some(Status::skipped("already ran"));
+    for r in [&ran, &skipped] {
+        app.state.store.append_run(r).await.unwrap();
+    }
+    let r = app.call("GET", "/", "").await;
+    let page =
+        String::from_utf8(r.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(page.contains("1 run in 30 days"), "{page}");
+    assert!(page.contains("1 run, $0.25 in all"), "{page}");
+}
