@@ -115,6 +115,24 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
         "the lookup reads like the CLI's: {lookup}"
     );
     let v = next();
+    assert_eq!(v["step"], "wide", "{v}");
+    let (reply, table) = (
+        v["replyWidth"].as_f64().unwrap(),
+        v["tableWidth"].as_f64().unwrap(),
+    );
+    assert!(
+        reply > table * 0.6,
+        "an opened reply takes the table's width, not one column's: {v}"
+    );
+    let (scroll, bottom) = (
+        v["scrollHeight"].as_f64().unwrap(),
+        v["contentBottom"].as_f64().unwrap(),
+    );
+    assert!(
+        scroll <= bottom + 100.0,
+        "no empty scroll below the content: {v}"
+    );
+    let v = next();
     assert_eq!(v["step"], "paused", "{v}");
     assert!(
         v["banner"]

@@ -52,11 +52,15 @@ pub fn chart(runs: &[RunRecord], now: stamp::Timestamp) -> Markup {
             text x=(left) y=(h + 13.0) { (today - time::Duration::days(29)) }
             text x=(w) y=(h + 13.0) text-anchor="end" { (today) }
         }
-        table.sr #chart-table {
-            caption { "Cost and runs per day, last 30 days" }
-            tr { th { "day" } th { "cost" } th { "runs" } }
-            @for (day, (cost, runs)) in days.iter().rev() {
-                tr { td { (day) } td { (hooks_shapes::text::usd(*cost)) } td { (runs) } }
+        // Hidden from sight in a box of its own: a table grows to its rows whatever
+        // height it is given, and would leave its 30 rows' height of empty scroll.
+        div.sr {
+            table #chart-table {
+                caption { "Cost and runs per day, last 30 days" }
+                tr { th { "day" } th { "cost" } th { "runs" } }
+                @for (day, (cost, runs)) in days.iter().rev() {
+                    tr { td { (day) } td { (hooks_shapes::text::usd(*cost)) } td { (runs) } }
+                }
             }
         }
     }

@@ -25,7 +25,7 @@ table{border-collapse:collapse;width:100%;font-size:.92em}td,th{text-align:left;
 .chip{display:inline-block;border-radius:10px;padding:0 8px;font-size:.85em;white-space:nowrap}.ok{background:#d7f5dd;color:#0b5d1e}\
 .error{background:#fde2e1;color:#8a1c13}.skipped{background:#fff0c2;color:#6b4d00}.none{background:#eceff3;color:#444}\
 .why{color:#555;font-size:.85em}.err{color:#b3261e;font-size:.85em;display:block}\
-form.inline{display:inline}#session td{overflow-wrap:anywhere}details{margin:.2em 0}details.reply pre{white-space:pre-wrap;max-width:60em;max-height:24em;overflow:auto;font-size:.85em;background:#f5f6f8;padding:6px;margin:.3em 0}\
+form.inline{display:inline}#session td{overflow-wrap:anywhere;white-space:pre-wrap}details{margin:.2em 0}tr.reply-row td{padding-top:0}details.reply pre{white-space:pre-wrap;max-width:60em;max-height:24em;overflow:auto;font-size:.85em;background:#f5f6f8;padding:6px;margin:.3em 0}\
 form.edit{display:grid;grid-template-columns:repeat(auto-fit,minmax(14em,1fr));gap:.5em 1em;margin:.4em 0}\
 form.edit label{display:flex;flex-direction:column;font-size:.9em}form.edit input{width:100%;box-sizing:border-box;font:inherit;padding:3px}\
 form.edit button{justify-self:start;align-self:end}\
@@ -595,19 +595,21 @@ fn run_row(r: &RunRecord, now: stamp::Timestamp, agent: Option<&str>) -> Markup 
                 @if r.delivered { " " span.why { "in the open TUI" } }
             }
             td data-label="completed" {
-                @let said = match o.completed { Some(true) => "yes", Some(false) => "no", None => "–" };
-                // The follow-up's reply, one click away: nobody has to resume the
-                // conversation to read what it did.
-                @if let Some(reply) = &o.result_text {
-                    details.reply { summary { (said) " · reply" } pre { (reply) } }
-                } @else {
-                    (said)
-                }
+                (match o.completed { Some(true) => "yes", Some(false) => "no", None => "–" })
             }
             td.num data-label="took" { (r.took().map_or(dash.clone(), |d| secs(d.whole_milliseconds()))) }
             td.num data-label="API time" { (o.duration_ms.map_or(dash.clone(), |d| secs(i128::from(d)))) }
             td.num data-label="cost" { (o.cost_usd.map_or(dash.clone(), hooks_shapes::text::usd)) }
             td.num data-label="tokens" { (tokens.map_or(dash, |t| t.to_string())) }
+        }
+        // The follow-up's reply, one click away and the table's whole width: nobody has
+        // to resume the conversation to read what it did.
+        @if let Some(reply) = &o.result_text {
+            tr.reply-row {
+                td colspan="9" {
+                    details.reply { summary { "reply" } pre { (reply) } }
+                }
+            }
         }
     }
 }

@@ -45,9 +45,10 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
     await page.locator('#runs', { hasText: process.env.RUN_SESSION }).waitFor({ timeout: 30000 });
     const runRow = page.locator('#runs tr', { hasText: process.env.RUN_SESSION });
     const started = runRow.locator('time');
-    // The follow-up's reply opens in place.
-    await runRow.locator('details.reply summary').click();
-    const reply = (await runRow.locator('details.reply pre').innerText()).trim();
+    // The follow-up's reply opens in place, in the row under its run.
+    const replyRow = runRow.locator('xpath=following-sibling::tr[1]');
+    await replyRow.locator('details.reply summary').click();
+    const reply = (await replyRow.locator('details.reply pre').innerText()).trim();
     say({ step: 'run shown', row: (await runRow.innerText()).replace(/\s+/g, ' ').trim(),
       chip: (await page.locator('#hook-post-task [data-status]').innerText()).trim(),
       started: (await started.innerText()).trim(), startedTitle: await started.getAttribute('title'),
@@ -65,6 +66,14 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.goto(new URL('/', process.env.LOGIN_URL).toString());
     await page.screenshot({ path: process.env.SCREENSHOT, fullPage: true });
+    // Wide, an opened reply takes the table's width, and the page ends where its content does.
+    await page.locator('#runs details.reply summary').first().click();
+    const replyWidth = (await page.locator('#runs details.reply pre').first().boundingBox()).width;
+    const [scrollHeight, contentBottom] = await page.evaluate(() => {
+      const last = [...document.body.children].filter((e) => getComputedStyle(e).position !== 'absolute' && e.getBoundingClientRect().height > 0).pop();
+      return [document.documentElement.scrollHeight, last.getBoundingClientRect().bottom + window.scrollY];
+    });
+    say({ step: 'wide', replyWidth, tableWidth: (await page.locator('#runs').boundingBox()).width, scrollHeight, contentBottom });
 
     // The kill switch: pause, see it said, resume.
     await Promise.all([page.waitForNavigation(), page.locator('button[name=pause]').click()]);
