@@ -106,6 +106,12 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
     assert_eq!(v["step"], "lookup", "{v}");
     let (scroll, inner) = (v["widths"][0].as_u64(), v["widths"][1].as_u64());
     assert!(scroll <= inner, "nothing scrolls sideways at 390 px: {v}");
+    // A phone draws its own chart, tall enough to read (the wide one scaled down was 85 px).
+    assert_eq!(v["phoneChart"]["wideShown"], false, "{v}");
+    assert!(
+        v["phoneChart"]["height"].as_f64().unwrap() > 180.0,
+        "the phone's chart: {v}"
+    );
     let lookup = v["lookup"].as_str().unwrap();
     assert!(
         lookup.contains("session b-run-1")
@@ -116,6 +122,7 @@ fn the_page_in_chromium_toggles_validates_and_follows_the_store() {
     );
     let v = next();
     assert_eq!(v["step"], "wide", "{v}");
+    assert_eq!(v["chartShown"], serde_json::json!([true, false]), "{v}");
     let (reply, table) = (
         v["replyWidth"].as_f64().unwrap(),
         v["tableWidth"].as_f64().unwrap(),

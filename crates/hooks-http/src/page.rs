@@ -31,11 +31,11 @@ form.edit label{display:flex;flex-direction:column;font-size:.9em}form.edit inpu
 form.edit button{justify-self:start;align-self:end}\
 .paused{background:#fff0c2;color:#6b4d00;padding:6px 10px;border-radius:6px}.muted{color:#666}.num{text-align:right;white-space:nowrap}code{font-size:.92em}\
 .sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}\
-svg text{font-size:10px;fill:#555}#chart{max-width:720px;display:block}\
+svg text{font-size:10px;fill:#555}#chart{max-width:720px;display:block}#chart-phone{display:none}\
 @media(max-width:640px){body{padding:8px}table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%;box-sizing:border-box}\
 table.stack tr:first-child{display:none}table.stack tr{border-bottom:1px solid #d5d9de;padding:4px 0}table.stack td{border:0;padding:1px 4px}\
 table.stack td[data-label]::before{content:attr(data-label) ': ';color:#666}table.stack td.num{text-align:left}\
-svg text{font-size:15px}.hide-s{display:none}}input{box-sizing:border-box}";
+svg text{font-size:12px}.hide-s,#chart{display:none}#chart-phone{display:block}}input{box-sizing:border-box}";
 
 /// A whole page around `body`.
 fn html(title: &str, body: Markup) -> String {

@@ -56,12 +56,15 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 
     // On a phone nothing scrolls sideways.
     const widths = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
+    // The phone's own chart, drawn near its size.
+    const phoneChart = { height: (await page.locator('#chart-phone').boundingBox())?.height ?? 0,
+      wideShown: await page.locator('#chart').isVisible() };
     await page.screenshot({ path: process.env.SCREENSHOT_PHONE, fullPage: true });
 
     // The session link opens its lookup, in sentences.
     await Promise.all([page.waitForNavigation(), runRow.locator('a[data-session]').click()]);
     const lookup = (await page.locator('#session').innerText()).replace(/\s+/g, ' ').trim();
-    say({ step: 'lookup', widths, lookup });
+    say({ step: 'lookup', widths, lookup, phoneChart });
 
     await page.setViewportSize({ width: 1280, height: 900 });
     await page.goto(new URL('/', process.env.LOGIN_URL).toString());
@@ -73,7 +76,7 @@ const say = (o) => process.stdout.write(JSON.stringify(o) + '\n');
       const last = [...document.body.children].filter((e) => getComputedStyle(e).position !== 'absolute' && e.getBoundingClientRect().height > 0).pop();
       return [document.documentElement.scrollHeight, last.getBoundingClientRect().bottom + window.scrollY];
     });
-    say({ step: 'wide', replyWidth, tableWidth: (await page.locator('#runs').boundingBox()).width, scrollHeight, contentBottom });
+    say({ step: 'wide', chartShown: [await page.locator('#chart').isVisible(), await page.locator('#chart-phone').isVisible()], replyWidth, tableWidth: (await page.locator('#runs').boundingBox()).width, scrollHeight, contentBottom });
 
     // The kill switch: pause, see it said, resume.
     await Promise.all([page.waitForNavigation(), page.locator('button[name=pause]').click()]);
