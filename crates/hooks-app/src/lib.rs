@@ -15,8 +15,6 @@ use hooks_runtime::{claude_hook, compose, daemon, fsutil, install, options, outp
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 pub use hooks_prompts::{DEFAULT_CONTINUE_PROMPT, DEFAULT_POST_TASK_PROMPT};
 pub use hooks_runtime::{
     AppError, AppResult, BUILT_IN_RUNNERS, BUILT_IN_STORES, Context, RunnerAdapter, RunnerMake,
@@ -72,7 +70,7 @@ impl Adapters {
 pub fn run() -> ExitCode {
     let parsed = match cli::parse_hook_call(std::env::args_os()) {
         Some(c) => Ok(c),
-        None => cli::Cli::try_parse(),
+        None => cli::parse_full(std::env::args_os()),
     };
     let cli = match parsed {
         // A `claude-hook` call the hook parser refused: the full parser read the global

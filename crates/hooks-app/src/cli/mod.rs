@@ -67,6 +67,80 @@ pub fn parse_hook_call(args: impl IntoIterator<Item = std::ffi::OsString>) -> Op
     })
 }
 
+/// The whole command line, as [`Cli`] reads it, except that a subcommand's help lists its
+/// own arguments only. clap repeats the global options in every subcommand's help (17 of
+/// them, before the subcommand's own); here they are listed once, after the commands in
+/// `hooks-app --help`, drawn from their definitions, and each subcommand's help ends by
+/// saying where they are. They are still taken before or after any subcommand.
+pub fn parse_full(args: impl IntoIterator<Item = std::ffi::OsString>) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let cmd = Cli::command();
+    let listed = global_options(&cmd);
+    let mut cmd = cmd
+        .mut_args(|a| if a.is_global_set() { a.hide(true) } else { a })
+        .after_help(format!(
+            "Global options (before or after any command):\n{listed}"
+        ));
+    cmd = each_subcommand(cmd, point_to_globals);
+    let m = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&m).map_err(|e| e.format(&mut cmd))
+}
+
+/// `cmd`'s global options, one line each: the option, its value's name, its help and its
+/// variable.
+fn global_options(cmd: &clap::Command) -> String {
+    let rows: Vec<(String, String)> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .filter_map(|a| {
+            let mut left = format!("--{}", a.get_long()?);
+            let takes = a.get_action().takes_values();
+            if let Some(v) = a
+                .get_value_names()
+                .and_then(|v| v.first())
+                .filter(|_| takes)
+            {
+                left.push_str(&format!(" <{v}>"));
+            }
+            let mut right = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            if let Some(d) = a.get_default_values().first().filter(|_| takes) {
+                right.push_str(&format!(" [default: {}]", d.to_string_lossy()));
+            }
+            if let Some(env) = a.get_env() {
+                right.push_str(&format!(" [env: {}]", env.to_string_lossy()));
+            }
+            Some((left, right))
+        })
+        .collect();
+    let width = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    rows.iter()
+        .map(|(l, r)| format!("  {l:width$}  {r}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `cmd` with `f` applied to each of its subcommands.
+fn each_subcommand(mut cmd: clap::Command, f: fn(clap::Command) -> clap::Command) -> clap::Command {
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(name, f);
+    }
+    cmd
+}
+
+/// `sc`, and its subcommands, with a last line that says where the global options are.
+fn point_to_globals(sc: clap::Command) -> clap::Command {
+    let sc = each_subcommand(sc, point_to_globals);
+    let note = "Global options (--data-dir, --store, --claude-home, …): see `hooks-app --help`.";
+    match sc.get_after_help().map(|h| h.to_string()) {
+        Some(h) => sc.after_help(format!("{h}\n\n{note}")),
+        None => sc.after_help(note),
+    }
+}
+
 #[derive(Debug, Args, PartialEq, Eq)]
 #[command(next_help_heading = "Global options")]
 pub struct Global {
@@ -285,6 +359,52 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+
+    /// A subcommand's help lists its own options and says where the global ones are;
+    /// `hooks-app --help` lists those once; and they are still taken after a subcommand.
+    #[test]
+    fn global_options_are_listed_once_and_taken_anywhere() {
+        let help = |args: &[&str]| {
+            let e = parse_full(
+                std::iter::once("hooks-app")
+                    .chain(args.iter().copied())
+                    .map(Into::into),
+            )
+            .expect_err("help is shown by an error of its kind");
+            assert_eq!(e.kind(), clap::error::ErrorKind::DisplayHelp, "{args:?}");
+            e.render().to_string()
+        };
+        for args in [&["pending", "--help"][..], &["hooks", "update", "--help"]] {
+            let text = help(args);
+            assert!(!text.contains("--data-dir <DIR>"), "{args:?}: {text}");
+            assert!(text.contains("see `hooks-app --help`"), "{args:?}: {text}");
+        }
+        assert!(help(&["pending", "--help"]).contains("--json"));
+        let top = help(&["--help"]);
+        let listed = top
+            .split("Global options (before or after any command):")
+            .nth(1)
+            .unwrap_or_default();
+        for opt in [
+            "--data-dir <DIR>",
+            "--store <URL>",
+            "--any-host ",
+            "[env: HOOKS_DATA_DIR]",
+        ] {
+            assert!(listed.contains(opt), "{opt}: {top}");
+        }
+        let cli = parse_full(
+            ["hooks-app", "pending", "--data-dir", "/d", "--json"]
+                .into_iter()
+                .map(Into::into),
+        )
+        .unwrap();
+        assert_eq!(
+            cli.global.data_dir.as_deref(),
+            Some(std::path::Path::new("/d"))
+        );
+        assert!(matches!(cli.command, Command::Pending { .. }));
+    }
 
     /// The quick parse of a `claude-hook` call gives what the full command line gives, and
     /// gives nothing for any other call, or for help and errors (the full one answers those).
