@@ -16,19 +16,8 @@ fn a_finished_conversation_is_followed_up_once() {
     app.ok(&["hooks", "update", "post-task", "--delay", "2"]);
 
     // The user's conversation ends with DONE: Claude's Stop hook queues the follow-up.
-    let sid = app.claude("build the feature SAY_DONE")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pending = app.pending();
-    assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(
-        (
-            pending[0]["hookId"].as_str(),
-            pending[0]["sessionId"].as_str()
-        ),
-        (Some("post-task"), Some(sid.as_str()))
-    );
+    let sid = app.claude_session("build the feature SAY_DONE");
+    assert_eq!(app.queued(), [("post-task".to_owned(), sid.clone())]);
     let transcript = app.env.transcript(&sid).unwrap();
     let before = std::fs::read_to_string(&transcript)
         .unwrap()

@@ -168,18 +168,8 @@ fn a_conversation_stopped_by_a_usage_limit_is_continued_once_after_the_reset() {
     // The continuation carried the person's task on: its DONE is the task's, and queues
     // post-task for the conversation (which a failed turn never queued). Nothing else:
     // continue-after-limit is not queued again.
-    let queued: Vec<(String, String)> = app
-        .pending()
-        .iter()
-        .map(|p| {
-            (
-                p["hookId"].as_str().unwrap_or_default().to_owned(),
-                p["sessionId"].as_str().unwrap_or_default().to_owned(),
-            )
-        })
-        .collect();
     assert_eq!(
-        queued,
+        app.queued(),
         [("post-task".to_owned(), sid.clone())],
         "the continuation's DONE queued post-task"
     );

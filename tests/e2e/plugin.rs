@@ -110,19 +110,8 @@ fn the_plugin_from_this_checkout_queues_post_task_and_leaves_nothing_when_uninst
     plugin(&app, &["enable", "hooks-app@hooks-app"]);
 
     // A conversation that ends with DONE: the plugin's Stop hook queued post-task.
-    let sid = app.claude("build the feature SAY_DONE")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pending = app.pending();
-    assert_eq!(pending.len(), 1, "{pending:?}");
-    assert_eq!(
-        (
-            pending[0]["hookId"].as_str(),
-            pending[0]["sessionId"].as_str()
-        ),
-        (Some("post-task"), Some(sid.as_str()))
-    );
+    let sid = app.claude_session("build the feature SAY_DONE");
+    assert_eq!(app.queued(), [("post-task".to_owned(), sid.clone())]);
     app.ok(&["pending", "drop", "post-task", &sid]);
 
     // Uninstalled: Claude Code's files say nothing of it, and a DONE queues nothing.
@@ -221,17 +210,12 @@ fn a_repository_s_path_cannot_choose_the_hooks_app_the_plugin_runs() {
     std::fs::create_dir_all(app.proj.join(".claude")).unwrap();
     std::fs::write(app.proj.join(".claude/settings.json"), settings.to_string()).unwrap();
 
-    let sid = app.claude("build the feature SAY_DONE")["session_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pending = app.pending();
+    let sid = app.claude_session("build the feature SAY_DONE");
     assert_eq!(
-        pending.len(),
-        1,
-        "the recorded hooks-app queued post-task: {pending:?}"
+        app.queued(),
+        [("post-task".to_owned(), sid.clone())],
+        "the recorded hooks-app queued post-task"
     );
-    assert_eq!(pending[0]["sessionId"].as_str(), Some(sid.as_str()));
 
     // A command the person types runs the recorded one too: the model is shown its table.
     app.claude("/hooks-app:pending");

@@ -279,6 +279,28 @@ impl App {
         v
     }
 
+    /// `claude -p` in the project; the conversation's id.
+    pub fn claude_session(&self, prompt: &str) -> String {
+        let v = self.claude(prompt);
+        v["session_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no session_id: {v}"))
+            .to_owned()
+    }
+
+    /// The queue as (hook, session) pairs, in its order.
+    pub fn queued(&self) -> Vec<(String, String)> {
+        self.pending()
+            .iter()
+            .map(|p| {
+                (
+                    p["hookId"].as_str().unwrap_or_default().to_owned(),
+                    p["sessionId"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect()
+    }
+
     pub fn runs(&self) -> Vec<Value> {
         self.json(&["runs"]).as_array().cloned().unwrap_or_default()
     }
