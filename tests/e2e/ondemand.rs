@@ -277,6 +277,10 @@ fn install_http_serves_the_page_on_demand_and_uninstall_stops_the_daemon() {
     );
     // Nothing advises starting a daemon by hand: the way back is install.
     let status = app.ok(&["status"]);
+    assert!(
+        status.contains("uninstalled") && status.contains("(mode: none)"),
+        "{status}"
+    );
     let doctor = String::from_utf8_lossy(&app.run(&["doctor"]).stdout).into_owned();
     for said in [&status, &doctor] {
         assert!(

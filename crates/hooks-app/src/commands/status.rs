@@ -125,7 +125,7 @@ pub fn status(ctx: &Context, as_json: bool) -> AppResult {
         })
         .collect();
     crate::say!(
-        "daemon        {} ({})",
+        "daemon        {} (mode: {})",
         match (running, described.is_empty()) {
             (true, false) => described.join("; "),
             (true, true) => "running".into(),
