@@ -306,7 +306,15 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         // It queues and wakes, never runs: the claude runner stands in, whatever runs the
         // follow-ups, so a webhook's settings can never fail the hook.
         std::sync::Arc::new(ctx.claude_runner(std::time::Duration::from_secs(1))),
-        Config::new(compose::owner_id()),
+        {
+            let mut c = Config::new(compose::owner_id());
+            // What the heads-up says follows the daemons that will take it.
+            if plan.event.event == Event::ConversationDone && !plan.closed {
+                c.policy.deliver_open =
+                    crate::daemon::ondemand::daemons_deliver_open(&ctx.data_dir);
+            }
+            c
+        },
     )?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()

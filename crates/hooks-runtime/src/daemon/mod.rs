@@ -150,6 +150,7 @@ pub fn serve(ctx: &Context, a: &ServeOptions) -> AppResult<ExitCode> {
         &ctx.data_dir,
         a.on_demand,
         http_url.as_ref().map(|(u, _)| u.as_str()),
+        svc.config().policy.deliver_open,
     );
     info!(data_dir = %ctx.data_dir.display(), concurrency = a.run.concurrency, owner = %svc.config().owner, on_demand = a.on_demand, "serving");
     if let Some((url, auth)) = &http_url {

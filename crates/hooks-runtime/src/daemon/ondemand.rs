@@ -176,8 +176,14 @@ impl Drop for Registration {
     }
 }
 
-/// Registers this daemon, with the URL it serves HTTP at, if it does.
-pub fn register(data_dir: &Path, on_demand: bool, http: Option<&str>) -> Option<Registration> {
+/// Registers this daemon, with the URL it serves HTTP at, if it does, and whether it
+/// delivers follow-ups into open conversations (`serve --deliver`).
+pub fn register(
+    data_dir: &Path,
+    on_demand: bool,
+    http: Option<&str>,
+    deliver_open: bool,
+) -> Option<Registration> {
     let me = hooks_meta::live::this_process()?;
     let dir = data_dir.join("daemons");
     crate::fsutil::create_private_dir(&dir).ok()?;
@@ -189,11 +195,20 @@ pub fn register(data_dir: &Path, on_demand: bool, http: Option<&str>) -> Option<
         "mode": if on_demand { "on-demand" } else { "serve" },
         "log": on_demand.then(|| data_dir.join(LOG_FILE)),
         "http": http,
+        "deliverOpen": deliver_open,
     });
     // The single address file of earlier versions: the registrations say it now.
     let _ = std::fs::remove_file(data_dir.join("http.json"));
     crate::fsutil::write_private(&path, &v.to_string()).ok()?;
     Some(Registration(path))
+}
+
+/// Whether the daemons running on this data folder deliver into open conversations, as a
+/// hook tells a person what will happen: `false` only when every one that runs said
+/// `--deliver closed` (none running: the default, which an on-demand start gets).
+pub fn daemons_deliver_open(data_dir: &Path) -> bool {
+    let running = running(data_dir);
+    running.is_empty() || running.iter().any(|d| d["deliverOpen"] != false)
 }
 
 /// The daemons running on this data folder now, as they registered; the entry of a daemon
