@@ -17,6 +17,7 @@ mod ondemand;
 mod plugin;
 mod postgres;
 mod reliability;
+mod schedule;
 mod security;
 mod support;
 mod tour;

@@ -286,8 +286,8 @@ pub const APP_LAYERS: &[&[&str]] = &[
     // The command table and the commands.
     &["commands"],
     // The driving side: Claude Code's hook entry point, the daemon (with the HTTP server's
-    // backend), install, alerts.
-    &["claude_hook", "daemon", "install"],
+    // backend), install, alerts, follow-ups at a time.
+    &["claude_hook", "daemon", "install", "schedule"],
     // The composition and what it builds from: adapters' choice, prompts, prices, trust,
     // what is known of a session.
     &["compose", "prices"],

@@ -14,6 +14,7 @@
 //! - [`decide`]: the enqueue and fire decisions;
 //! - [`queue`]: the queue's rules (dedupe, claims, fencing), shared by every store;
 //! - [`store`]: the store port's errors and reports, below the port and the queue rules;
+//! - [`schedule`]: follow-ups at a time (`after`, `every`), as one-off scheduled hooks;
 //! - [`ports`]: the hook store, session meta, runner, prompt source and clock;
 //! - [`service`]: the application service that composes the ports.
 
@@ -41,6 +42,7 @@ pub mod model;
 pub mod ports;
 pub mod prompt;
 pub mod queue;
+pub mod schedule;
 pub mod service;
 pub mod span;
 pub mod stamp;

@@ -61,24 +61,31 @@ pub fn unique_hook_id(name: &str, taken: impl Fn(&str) -> bool) -> HookId {
 }
 
 /// What a hook reacts to: a conversation that finished its task (`Stop` with the done
-/// marker), or one whose turn Claude Code stopped on an error (`StopFailure`).
+/// marker), or one whose turn Claude Code stopped on an error (`StopFailure`); or nothing
+/// at all: a follow-up someone asked for at a time (`hooks-app after`, `every`), which
+/// no event queues ([`crate::schedule`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Event {
     /// A turn ended with the done marker as its reply's last line.
     ConversationDone,
     /// A turn stopped by an error (a usage limit, an overload, …).
     ConversationFailed,
+    /// No event: a one-off follow-up queued for a time ([`crate::schedule`]). Only
+    /// [`crate::service::Service::schedule`] makes such hooks; a person's
+    /// `hooks create` or `update` is refused this event.
+    Scheduled,
 }
 
 impl Event {
-    /// Every event.
+    /// Every event a conversation has, which queues hooks.
     pub const ALL: [Event; 2] = [Event::ConversationDone, Event::ConversationFailed];
 
-    /// Empty means `conversation-done`.
+    /// Empty means `conversation-done`; `scheduled` is read too, as stores keep it.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
         match s.trim() {
             "" | "conversation-done" => Ok(Event::ConversationDone),
             "conversation-failed" => Ok(Event::ConversationFailed),
+            "scheduled" => Ok(Event::Scheduled),
             other => Err(ValidationError::new(
                 "event",
                 format!(
@@ -93,6 +100,7 @@ impl Event {
         match self {
             Event::ConversationDone => "conversation-done",
             Event::ConversationFailed => "conversation-failed",
+            Event::Scheduled => "scheduled",
         }
     }
 }

@@ -463,6 +463,17 @@ pub trait PromptSource: Send + Sync {
         file: &PromptFile,
         session_cwd: Option<&'a str>,
     ) -> Result<Prompt, PromptError>;
+
+    /// Keeps `text` as the new prompt file `file`, in a place only the person writes
+    /// (never a conversation's project), for [`load`](Self::load) to find from any folder:
+    /// `Ok(false)` when a file of that name is there already (nothing is written). A
+    /// follow-up at a time ([`crate::schedule`]) keeps its prompt so. This default keeps
+    /// none.
+    async fn save(&self, file: &PromptFile, _text: &str) -> Result<bool, PromptError> {
+        Err(PromptError::Unreadable(format!(
+            "{file}: this prompt source keeps no new prompts"
+        )))
+    }
 }
 
 /// The time. The only way the core learns it.

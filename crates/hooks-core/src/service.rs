@@ -283,7 +283,7 @@ pub(crate) fn prompt_vars(
 
 /// The use cases of hooks-app.
 pub struct Service {
-    ports: Ports,
+    pub(crate) ports: Ports,
     config: Config,
     /// The leases of the runs this process has going, by session.
     running: Mutex<HashMap<SessionId, RunLease>>,
@@ -1752,11 +1752,13 @@ impl Service {
 
     /// Creates a hook, its id made unique (`-2`, `-3`, …) when its name's is taken.
     pub async fn create_another_hook(&self, spec: HookSpec) -> Result<Hook, ServiceError> {
+        not_scheduled(Some(spec.event))?;
         Ok(self.ports.store.create_hook(spec, self.now()).await?)
     }
 
     /// Applies `patch` to the hook `id`, checked.
     pub async fn update_hook(&self, id: &HookId, patch: &HookPatch) -> Result<Hook, ServiceError> {
+        not_scheduled(patch.event)?;
         Ok(self.ports.store.update_hook(id, patch).await?)
     }
 
@@ -1775,6 +1777,17 @@ impl Service {
     /// Deletes the hook `id` and its queued entries; returns how many entries went.
     pub async fn delete_hook(&self, id: &HookId) -> Result<usize, ServiceError> {
         Ok(self.ports.store.delete_hook(id).await?)
+    }
+}
+
+/// A person's hook never takes [`Event::Scheduled`]: no event would ever queue it.
+fn not_scheduled(event: Option<Event>) -> Result<(), ValidationError> {
+    match event {
+        Some(Event::Scheduled) => Err(ValidationError::new(
+            "event",
+            "must be conversation-done or conversation-failed (`scheduled` hooks are made by `hooks-app after` and `every`)",
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -648,6 +648,14 @@ impl PromptSource for StaticPrompts {
             error,
         })
     }
+    async fn save(&self, file: &PromptFile, text: &str) -> Result<bool, PromptError> {
+        let mut files = lock(&self.0);
+        if files.contains_key(file.as_str()) {
+            return Ok(false);
+        }
+        files.insert(file.as_str().to_owned(), text.to_owned());
+        Ok(true)
+    }
 }
 
 pub mod contract;

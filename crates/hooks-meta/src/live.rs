@@ -97,6 +97,54 @@ fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
     })
 }
 
+/// The conversation of the Claude Code process this one runs under, if any, with its
+/// folder: the nearest ancestor (up to 32 up) that has a `<claude-home>/sessions/<pid>.json`
+/// naming it, alive and started when the file says. Claude Code writes that file itself, in
+/// the person's own folder, so neither a repository's settings `env` nor the agent's words
+/// choose the conversation: what a command the agent runs (its Bash tool, an MCP server it
+/// started) schedules goes into the agent's own conversation.
+pub fn calling_session(claude_home: &Path) -> Option<(SessionId, Option<String>)> {
+    let dir = claude_home.join("sessions");
+    let mut pid = process::this_process()?.pid;
+    for _ in 0..32 {
+        pid = proc_info(pid)?.ppid;
+        if pid <= 1 {
+            return None;
+        }
+        let path = dir.join(format!("{pid}.json"));
+        let Ok(bytes) = hooks_platform::read_regular(
+            &path,
+            hooks_platform::ReadLimit::bytes(MAX_FILE_BYTES)
+                .no_follow()
+                .own_only(),
+        ) else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        let Some(session) = v
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .and_then(|s| SessionId::parse(s).ok())
+        else {
+            continue;
+        };
+        if v.get("pid").and_then(as_u64) != Some(u64::from(pid)) {
+            continue;
+        }
+        let proc = proc_info(pid)?;
+        if let Some(start) = v.get("procStart").and_then(proc_start)
+            && !process::matches_proc_start(&proc, &start)
+        {
+            continue;
+        }
+        let cwd = v.get("cwd").and_then(Value::as_str).map(str::to_owned);
+        return Some((session, cwd));
+    }
+    None
+}
+
 /// Whether `path` is a Unix socket owned by this user.
 fn is_own_socket(path: &Path) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};

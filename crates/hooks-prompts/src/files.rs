@@ -38,6 +38,9 @@ steps applies, say so in one line.
 Finish your reply with the word COMPLETED alone on its last line.
 ";
 
+/// The folder of the data folder that holds the prompts of follow-ups at a time.
+pub const KEPT_DIR: &str = "scheduled";
+
 /// Reads prompt files from the session's project, when the user approved them there, or
 /// from the workspace.
 pub struct FilePrompts {
@@ -74,6 +77,11 @@ impl FilePrompts {
         c
     }
 
+    /// Where [`PromptSource::save`] keeps prompts: `<data-dir>/scheduled/`.
+    fn kept_dir(&self) -> Option<PathBuf> {
+        self.data_dir.as_ref().map(|d| d.join(KEPT_DIR))
+    }
+
     /// The session's project, when it is another folder than the workspace.
     fn project(&self, session_cwd: Option<&str>) -> Option<PathBuf> {
         let cwd = Path::new(session_cwd?);
@@ -94,6 +102,15 @@ impl FilePrompts {
             .file_name()
             .and_then(|n| n.to_str())
             .unwrap_or(file.as_str());
+        // A follow-up at a time's own prompt, kept in the data folder by `save`: the
+        // person's (or their agent's) words, which no folder a conversation is in shadows.
+        if let Some(dir) = self.kept_dir()
+            && let Some((real, bytes)) =
+                crate::trust::read_prompt_file(&dir, name, MAX_PROMPT_BYTES)
+                    .map_err(PromptError::Unreadable)?
+        {
+            return parse(&real, &bytes).map(|p| (p, Origin::Workspace(real)));
+        }
         let mut unapproved = None;
         // A project prompt folder that leads into another project is used for nothing: the
         // workspace's file runs, or the follow-up says why none could.
@@ -161,6 +178,39 @@ impl PromptSource for FilePrompts {
     ) -> Result<Prompt, PromptError> {
         self.resolve(file, session_cwd).map(|(p, _)| p)
     }
+
+    /// Writes `text` to `<data-dir>/scheduled/<name>` (a private folder, the file 0600),
+    /// never over a file already there.
+    async fn save(&self, file: &PromptFile, text: &str) -> Result<bool, PromptError> {
+        let Some(dir) = self.kept_dir() else {
+            return Err(PromptError::Unreadable(format!(
+                "{file}: no data folder to keep it in"
+            )));
+        };
+        let name = Path::new(file.as_str())
+            .file_name()
+            .unwrap_or_default()
+            .to_owned();
+        let path = dir.join(name);
+        let fail = |e: std::io::Error| PromptError::Unreadable(format!("{}: {e}", path.display()));
+        hooks_platform::files::create_private_dir(&dir).map_err(fail)?;
+        let opened = {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+        };
+        let mut f = match opened {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(fail(e)),
+        };
+        std::io::Write::write_all(&mut f, text.as_bytes()).map_err(fail)?;
+        f.sync_all().map_err(fail)?;
+        Ok(true)
+    }
 }
 
 /// The prompt of the seeded `continue-after-limit` hook, written by `init` beside the
@@ -227,4 +277,56 @@ pub fn write_default_prompts(workspace: &Path) -> std::io::Result<Vec<(PathBuf, 
         out.push((path, true));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+
+    /// A kept prompt is found from any folder, before a project's file of its name (which
+    /// a repository could have planted), and is never written over.
+    #[tokio::test]
+    async fn a_kept_prompt_is_private_never_overwritten_and_no_project_shadows_it() {
+        let d = tempfile::tempdir().unwrap();
+        let (workspace, data, project) =
+            (d.path().join("w"), d.path().join("d"), d.path().join("p"));
+        for dir in [&workspace, &data, &project] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let prompts = FilePrompts::new(&workspace, &data);
+        let file = PromptFile::parse(".claude/agents/hooks/after-1.md").unwrap();
+        let planted = project.join(hooks_core::PROMPT_DIR);
+        std::fs::create_dir_all(&planted).unwrap();
+        std::fs::write(planted.join("after-1.md"), "the repository's words").unwrap();
+        assert!(
+            prompts
+                .save(&file, "---\nname: after-1\n---\n\ncheck CI\n")
+                .await
+                .unwrap()
+        );
+        assert!(
+            !prompts.save(&file, "other words").await.unwrap(),
+            "never over a kept one"
+        );
+        let kept = data.join(KEPT_DIR).join("after-1.md");
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+        assert_eq!(
+            std::fs::metadata(data.join(KEPT_DIR))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o700
+        );
+        let p = prompts
+            .load(&file, Some(project.to_str().unwrap()))
+            .await
+            .unwrap();
+        assert_eq!(p.body.trim(), "check CI");
+    }
 }

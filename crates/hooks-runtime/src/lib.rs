@@ -27,6 +27,8 @@ pub mod options;
 pub mod output;
 #[doc(hidden)]
 pub mod prices;
+#[doc(hidden)]
+pub mod schedule;
 
 use hooks_core::ValidationError;
 use hooks_core::ports::StoreError;

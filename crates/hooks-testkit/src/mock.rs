@@ -6,6 +6,9 @@
 //! message holding `USE_TOOL` gets a tool call instead (so `--max-turns 1` is reached);
 //! one holding `SPAWN_AGENT` gets a call of Claude Code's subagent tool with the prompt
 //! `SUBAGENT_WORK` (answered as a plain reply), so the CLI writes a subagent transcript.
+//! One holding `RUN_BASH[[COMMAND]]` gets a call of the `Bash` tool running COMMAND, then,
+//! with the tool's result in the request, a plain reply that quotes the result's first 400
+//! characters (what an agent reads back).
 //! A last user message holding `API_ERROR` is refused with a 400 `invalid_request_error`.
 //! A last user message holding `SLOW_REPLY` is answered only after the slow delay
 //! ([`MockApi::set_slow`], 8 s unless set): a turn that takes a while, as real ones do.
@@ -270,6 +273,15 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             name,
             json!({"description": "Look around", "prompt": "SUBAGENT_WORK: say what is here", "subagent_type": "general-purpose"}),
         ))
+    } else if let Some(command) = last_user
+        .split_once("RUN_BASH[[")
+        .and_then(|(_, rest)| rest.split_once("]]"))
+        .map(|(c, _)| c.to_owned())
+    {
+        Some((
+            "Bash".to_owned(),
+            json!({"command": command, "description": "Run a command"}),
+        ))
     } else if last_user.contains("USE_TOOL") {
         Some(("Read".to_owned(), json!({"file_path": "/dev/null"})))
     } else {
@@ -311,6 +323,10 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
         thread::sleep(d);
     }
     let mut text = format!("MOCK REPLY #{n} (messages in request: {})", msgs.len());
+    if last_user.contains("tool_result") {
+        text.push_str("\nTOOL RESULT: ");
+        text.extend(last_user.chars().take(400));
+    }
     if last_user.contains("SAY_DONE") {
         text.push_str("\nDONE");
     } else if last_user.contains("SAY_COMPLETED") {

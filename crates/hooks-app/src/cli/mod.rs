@@ -286,6 +286,46 @@ pub enum Command {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Follow up a conversation once, after a while: `after 40m "check the deploy"` (into
+    /// the conversation this command's agent runs in, else this folder's most recent;
+    /// `pending drop` cancels it)
+    After {
+        /// How long from now: 90s, 40m, 2h, 1d, 1h30m (up to a year)
+        #[arg(value_name = "WHEN")]
+        after: String,
+        /// What the follow-up says
+        prompt: String,
+        /// The conversation (a whole id or a unique prefix of 8 or more)
+        #[arg(long, value_name = "S")]
+        session: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
+    /// Follow up a conversation again and again: `every 2h "look at CI" --times 5`, each
+    /// occurrence once (one found over an interval late is skipped)
+    Every {
+        /// The interval: 5m, 2h, 1d (at least a minute)
+        #[arg(value_name = "INTERVAL")]
+        every: String,
+        /// What each follow-up says
+        prompt: String,
+        /// The conversation (a whole id or a unique prefix of 8 or more)
+        #[arg(long, value_name = "S")]
+        session: Option<String>,
+        /// How many times (1 to 100)
+        #[arg(
+            long,
+            value_name = "N",
+            conflicts_with = "until",
+            required_unless_present = "until"
+        )]
+        times: Option<u32>,
+        /// Until when: a length of time from now (7d) or a time (2026-12-24T18:00:00Z)
+        #[arg(long, value_name = "WHEN")]
+        until: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// Queue the hooks for an event in a conversation
     Notify {
         #[arg(long, value_name = "S")]

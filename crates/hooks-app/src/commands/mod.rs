@@ -20,6 +20,7 @@ mod pause;
 mod pending;
 mod prune;
 mod runs;
+mod schedule;
 mod session;
 mod status;
 mod store;
@@ -145,6 +146,27 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             crate::cli::AlertsCmd::Test => alerts::test(&ctx)?,
         },
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
+        Command::After {
+            after,
+            prompt,
+            session,
+            json,
+        } => schedule::after(&ctx, &after, &prompt, session.as_deref(), json.json)?,
+        Command::Every {
+            every,
+            prompt,
+            session,
+            times,
+            until,
+            json,
+        } => schedule::every(
+            &ctx,
+            &every,
+            &prompt,
+            session.as_deref(),
+            (times, until.as_deref()),
+            json.json,
+        )?,
         Command::Notify {
             session,
             event,

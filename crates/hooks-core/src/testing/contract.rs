@@ -98,6 +98,7 @@ macro_rules! hook_store_contract {
             run_log_folds_a_run,
             budget,
             pause_holds_what_was_set,
+            a_scheduled_hook_keeps_its_event_and_no_event_queues_it,
         );
         // One handle used from several threads at once.
         #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -1747,6 +1748,61 @@ pub async fn enqueue_event_decides_only_the_hooks_for_the_conversations_agent(
             .any(|p| &p.hook_id == id && p.session_id.as_str() == s)
     };
     assert!(queued(&codex.id, "codex-one") && !queued(&codex.id, "claude-one"));
+}
+
+/// A follow-up at a time ([`crate::schedule`]): a hook of event `scheduled`, with no delay
+/// and a lateness limit, is read back with all three (a store that lost the event would
+/// turn it into a `conversation-done` hook, run at every DONE); no conversation event
+/// queues it; the entry queued for it is claimed when due like any other.
+pub async fn a_scheduled_hook_keeps_its_event_and_no_event_queues_it(store: &dyn HookStore) {
+    let pf = PromptFile::parse(".claude/agents/hooks/after-1.md").expect("valid prompt file");
+    let mut spec = HookSpec::new("after-1", pf).expect("valid spec");
+    spec.event = Event::Scheduled;
+    spec.delay = Delay::from_seconds(0).expect("delay");
+    spec.max_lateness = MaxLateness::from_seconds(7200).expect("lateness");
+    let h = store.create_hook(spec, t0()).await.expect("create hook");
+    let back = store.get_hook(&h.id).await.expect("get").expect("there");
+    assert_eq!(
+        (
+            back.event,
+            back.delay.seconds(),
+            back.max_lateness.seconds()
+        ),
+        (Event::Scheduled, 0, 7200)
+    );
+    for event in Event::ALL {
+        let d = store
+            .enqueue_event(&EnqueueRequest::new(sid("s1"), event, t0()))
+            .await
+            .expect("enqueue_event");
+        assert!(
+            d.iter().all(|(id, _)| *id != h.id),
+            "{} decided on a scheduled hook: {d:?}",
+            event.as_str()
+        );
+    }
+    let due = t0() + Duration::minutes(40);
+    // Another conversation than the one the events were for: a store seeded with hooks
+    // has queued those there, and a session is claimed for one entry at a time.
+    let mut entry = PendingEntry::new(h.id.clone(), sid("s2"), DueAt::At(due));
+    entry.queued_at = Some(t0());
+    assert_eq!(
+        store.enqueue(vec![entry]).await.expect("enqueue"),
+        [EnqueueResult::Queued]
+    );
+    let early = store
+        .claim_due(due - Duration::seconds(1), "me", Duration::minutes(5), 10)
+        .await
+        .expect("claim");
+    assert!(
+        early.iter().all(|e| e.hook_id != h.id),
+        "not before its time"
+    );
+    let claimed = store
+        .claim_due(due, "me", Duration::minutes(5), 10)
+        .await
+        .expect("claim");
+    assert!(claimed.iter().any(|e| e.hook_id == h.id), "{claimed:?}");
 }
 
 /// `claim_due` hands out the earliest due entries first, whatever order they were queued

@@ -44,6 +44,10 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                     hooks.iter().map(hooks_shapes::json::hook).collect(),
                 ));
             } else {
+                // A follow-up at a time (`after`, `every`) is one queued entry, not a rule
+                // a person keeps: `pending` and `runs` show it.
+                let (at_a_time, hooks): (Vec<_>, Vec<_>) =
+                    hooks.iter().partition(|h| h.event == Event::Scheduled);
                 print_table(
                     &[
                         "ID",
@@ -54,8 +58,15 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                         "PROMPT",
                         "LAST STATUS",
                     ],
-                    &hooks.iter().map(hook_row).collect::<Vec<_>>(),
+                    &hooks.into_iter().map(hook_row).collect::<Vec<_>>(),
                 );
+                if !at_a_time.is_empty() {
+                    crate::say!(
+                        "and {} follow-up{} at a time (`hooks-app after`, `every`): `hooks-app pending` lists those queued, `hooks-app runs` those run",
+                        at_a_time.len(),
+                        if at_a_time.len() == 1 { "" } else { "s" }
+                    );
+                }
             }
         }
         HooksCmd::Show { id, json } => {

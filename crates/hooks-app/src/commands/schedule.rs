@@ -1,0 +1,123 @@
+//! `after` and `every`: follow-ups at a time, into one conversation.
+
+use hooks_core::schedule::Schedule;
+use hooks_core::span::parse_span;
+use hooks_core::{ValidationError, stamp};
+use hooks_runtime::schedule::{Done, Found};
+use serde_json::json;
+
+use crate::output::print_json;
+use crate::{AppResult, Context};
+
+/// `after WHEN PROMPT [--session S]`.
+pub fn after(
+    ctx: &Context,
+    when: &str,
+    prompt: &str,
+    session: Option<&str>,
+    json: bool,
+) -> AppResult {
+    let schedule = Schedule::once(parse_span("after", when)?)?;
+    hooks_core::schedule::check_prompt(prompt)?;
+    let target = hooks_runtime::schedule::target(ctx, session)?;
+    report(
+        hooks_runtime::schedule::schedule(ctx, target, &schedule, prompt)?,
+        json,
+    );
+    Ok(())
+}
+
+/// `every INTERVAL PROMPT [--session S] (--times N | --until WHEN)`.
+pub fn every(
+    ctx: &Context,
+    interval: &str,
+    prompt: &str,
+    session: Option<&str>,
+    (times, until): (Option<u32>, Option<&str>),
+    json: bool,
+) -> AppResult {
+    let every = parse_span("every", interval)?;
+    let schedule = match (times, until) {
+        (Some(n), _) => Schedule::every(every, n)?,
+        (None, Some(u)) => Schedule::every_until(every, until_from_now(u)?)?,
+        (None, None) => {
+            return Err(ValidationError::new("times", "give --times N or --until WHEN").into());
+        }
+    };
+    hooks_core::schedule::check_prompt(prompt)?;
+    let target = hooks_runtime::schedule::target(ctx, session)?;
+    report(
+        hooks_runtime::schedule::schedule(ctx, target, &schedule, prompt)?,
+        json,
+    );
+    Ok(())
+}
+
+/// `--until`: a length of time from now, or a time with its offset.
+fn until_from_now(text: &str) -> Result<time::Duration, ValidationError> {
+    if let Ok(d) = parse_span("until", text) {
+        return Ok(d);
+    }
+    match stamp::parse(text) {
+        Some(t) => Ok(t - time::OffsetDateTime::now_utc()),
+        None => Err(ValidationError::new(
+            "until",
+            format!(
+                "must be a length of time from now (7d, 12h) or a time such as 2026-12-24T18:00:00Z (got {text:?})"
+            ),
+        )),
+    }
+}
+
+fn report(done: Done, json: bool) {
+    let sid = done.target.session.as_str().to_owned();
+    let found = match &done.target.found {
+        Found::Named => "named".to_owned(),
+        Found::Calling => "calling".to_owned(),
+        Found::NewestHere(_) => "newest".to_owned(),
+    };
+    let occ = &done.scheduled.occurrences;
+    if json {
+        print_json(&json!({
+            "sessionId": sid,
+            "found": found,
+            "promptFile": done.scheduled.prompt_file.as_str(),
+            "followUps": occ.iter().map(|(h, t)| json!({"hookId": h.as_str(), "dueAt": stamp::format(*t)})).collect::<Vec<_>>(),
+            "daemonStarted": done.started,
+        }));
+    } else {
+        let whose = match &done.target.found {
+            Found::Named => String::new(),
+            Found::Calling => " (the conversation that ran this command)".to_owned(),
+            Found::NewestHere(dir) => {
+                format!(" (the most recent conversation in {})", dir.display())
+            }
+        };
+        let short = &sid[..sid.len().min(8)];
+        match occ.as_slice() {
+            [(hook, due)] => crate::say!(
+                "queued {hook} into conversation {sid}{whose}: due at {}\n\
+                 `hooks-app pending` shows it; `hooks-app pending drop {hook} {short}` cancels it",
+                stamp::format(*due)
+            ),
+            [(first, from), .., (last, to)] => crate::say!(
+                "queued {} follow-ups into conversation {sid}{whose}: {first} at {} … {last} at {}\n\
+                 `hooks-app pending` shows them; `hooks-app pending drop HOOK {short}` cancels one",
+                occ.len(),
+                stamp::format(*from),
+                stamp::format(*to)
+            ),
+            [] => {}
+        }
+        if done.started {
+            crate::say!("started the daemon");
+        } else if !done.daemon && done.not_started.is_none() {
+            crate::say!(
+                "no daemon is running: nothing fires until `hooks-app serve` (or `tick`) runs"
+            );
+        }
+    }
+    if let Some(why) = done.not_started {
+        eprintln!("warning: {}", crate::output::safe(&why));
+    }
+}

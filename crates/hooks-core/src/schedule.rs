@@ -1,0 +1,550 @@
+//! Follow-ups at a time (`hooks-app after 40m …`, `every 2h … --times 3`): a prompt a
+//! person or the agent itself asks to see later in one conversation.
+//!
+//! Each occurrence is a one-off hook of event [`Event::Scheduled`] with one queued entry
+//! for that conversation, due at its time. So it takes the one path every follow-up takes
+//! — claimed, decided on fresh facts (pause, caps, budget, an open TUI), delivered or
+//! resumed, recorded — and runs at most once, by the rule that a hook follows a session up
+//! once. No event ever queues such a hook again. A series is its occurrences, made at once
+//! and bounded ([`MAX_OCCURRENCES`]): what runs with the person's credentials while nobody
+//! watches ends by itself. An occurrence found later than the series' interval past its
+//! time (the machine slept, the TUI stayed open) is skipped, not run in a pile with the
+//! next one.
+
+use time::Duration;
+
+use crate::model::*;
+use crate::service::{Service, ServiceError};
+use crate::stamp::Timestamp;
+use crate::{SessionId, ValidationError};
+
+/// The most occurrences one `every` makes.
+pub const MAX_OCCURRENCES: u32 = 100;
+
+/// The most follow-ups at a time one conversation may have queued at once.
+pub const MAX_QUEUED_PER_SESSION: usize = 100;
+
+/// How far ahead a follow-up may be asked for.
+pub const MAX_AHEAD: Duration = Duration::days(365);
+
+/// The shortest interval of a series.
+pub const MIN_EVERY: Duration = Duration::minutes(1);
+
+/// The longest prompt, in bytes.
+pub const MAX_PROMPT_BYTES: usize = 32 * 1024;
+
+/// When the occurrences of a follow-up at a time come: checked, so every one lies within
+/// [`MAX_AHEAD`] and a series has 1 to [`MAX_OCCURRENCES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Schedule {
+    first: Duration,
+    every: Option<Duration>,
+    times: u32,
+}
+
+impl Schedule {
+    /// Once, `after` from now; the error names `after`.
+    pub fn once(after: Duration) -> Result<Self, ValidationError> {
+        Self::check_ahead("after", after)?;
+        Ok(Self {
+            first: after,
+            every: None,
+            times: 1,
+        })
+    }
+
+    /// `times` occurrences, the first `every` from now; the errors name `every` and
+    /// `times`.
+    pub fn every(every: Duration, times: u32) -> Result<Self, ValidationError> {
+        if every < MIN_EVERY {
+            return Err(ValidationError::new(
+                "every",
+                format!("must be at least a minute (got {}s)", every.whole_seconds()),
+            ));
+        }
+        if !(1..=MAX_OCCURRENCES).contains(&times) {
+            return Err(ValidationError::new(
+                "times",
+                format!("must be a whole number from 1 to {MAX_OCCURRENCES} (got {times})"),
+            ));
+        }
+        let last = every
+            .checked_mul(times as i32)
+            .ok_or_else(|| ValidationError::new("times", "reaches too far ahead"))?;
+        Self::check_ahead("every", last)?;
+        Ok(Self {
+            first: every,
+            every: Some(every),
+            times,
+        })
+    }
+
+    /// Every `every` from now until `until` from now (the last occurrence no later); the
+    /// errors name `every` and `until`.
+    pub fn every_until(every: Duration, until: Duration) -> Result<Self, ValidationError> {
+        if every < MIN_EVERY {
+            return Self::every(every, 1);
+        }
+        let n = until.whole_seconds() / every.whole_seconds().max(1);
+        if n < 1 {
+            return Err(ValidationError::new(
+                "until",
+                format!(
+                    "must be at least one interval ({}s) from now",
+                    every.whole_seconds()
+                ),
+            ));
+        }
+        if n > i64::from(MAX_OCCURRENCES) {
+            return Err(ValidationError::new(
+                "until",
+                format!(
+                    "makes {n} occurrences; a series has at most {MAX_OCCURRENCES}: a longer interval or an earlier end"
+                ),
+            ));
+        }
+        Self::every(every, n as u32)
+    }
+
+    fn check_ahead(field: &'static str, d: Duration) -> Result<(), ValidationError> {
+        if d.is_negative() || d > MAX_AHEAD {
+            return Err(ValidationError::new(
+                field,
+                "must be from now to a year ahead".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// When each occurrence is due, counted from `now`.
+    pub fn due_times(&self, now: Timestamp) -> Vec<Timestamp> {
+        (0..self.times)
+            .map(|k| now + self.first + self.every.unwrap_or(Duration::ZERO) * (k as i32))
+            .collect()
+    }
+
+    /// The interval of a series; `None` for once.
+    pub fn interval(&self) -> Option<Duration> {
+        self.every
+    }
+}
+
+/// What [`Service::schedule`] queued.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scheduled {
+    /// The prompt file the occurrences share.
+    pub prompt_file: PromptFile,
+    /// Each occurrence's hook and when it is due, earliest first.
+    pub occurrences: Vec<(HookId, Timestamp)>,
+}
+
+/// The prompt file's text for `prompt`: a name and nothing else in its frontmatter (so
+/// the prompt's own text is never read as options, and Claude Code, which registers
+/// `.claude/agents` files with a name *and* a description, never makes it a subagent).
+pub fn prompt_text(name: &str, prompt: &str) -> String {
+    format!("---\nname: {name}\n---\n\n{}\n", prompt.trim())
+}
+
+/// Checks what a person or an agent asks a follow-up to say; the error names `prompt`.
+pub fn check_prompt(prompt: &str) -> Result<(), ValidationError> {
+    if prompt.trim().is_empty() {
+        return Err(ValidationError::new("prompt", "must not be empty"));
+    }
+    if prompt.len() > MAX_PROMPT_BYTES {
+        return Err(ValidationError::new(
+            "prompt",
+            format!(
+                "must be at most {MAX_PROMPT_BYTES} bytes (got {})",
+                prompt.len()
+            ),
+        ));
+    }
+    if prompt
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(ValidationError::new(
+            "prompt",
+            "must not hold control characters other than line breaks and tabs",
+        ));
+    }
+    crate::prompt::parse_prompt(&prompt_text("check", prompt)).map(|_| ())
+}
+
+/// `after-YYYYMMDD-HHMMSS` (or `every-…`), from `now`: a name a person can read and
+/// sort; a clash takes a `-2`, `-3`, … from the prompt source and the store.
+fn base_name(kind: &str, now: Timestamp) -> String {
+    format!(
+        "{kind}-{:04}{:02}{:02}-{:02}{:02}{:02}",
+        now.year(),
+        u8::from(now.month()),
+        now.day(),
+        now.hour(),
+        now.minute(),
+        now.second()
+    )
+}
+
+impl Service {
+    /// Queues `prompt` into `session` as `schedule` says: remembers what `update` says of
+    /// the conversation (its folder, its transcript), writes the prompt once (through the
+    /// prompt source), makes one scheduled hook an occurrence, and queues each for
+    /// `session` at its time, in one write. Refused, with nothing changed, when a rule is
+    /// broken: the prompt ([`check_prompt`]), the update's paths, or more than
+    /// [`MAX_QUEUED_PER_SESSION`] queued for the conversation.
+    pub async fn schedule(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+        schedule: &Schedule,
+        prompt: &str,
+    ) -> Result<Scheduled, ServiceError> {
+        check_prompt(prompt)?;
+        update.validate()?;
+        let now = self.now();
+        let snap = self.ports.store.snapshot().await?;
+        let scheduled_hooks: std::collections::BTreeSet<&HookId> = snap
+            .hooks
+            .iter()
+            .filter(|h| h.event == Event::Scheduled)
+            .map(|h| &h.id)
+            .collect();
+        let queued = snap
+            .pending
+            .iter()
+            .filter(|p| p.session_id == *session && scheduled_hooks.contains(&p.hook_id))
+            .count();
+        let times = schedule.due_times(now);
+        if queued + times.len() > MAX_QUEUED_PER_SESSION {
+            return Err(ValidationError::new(
+                "session",
+                format!(
+                    "has {queued} follow-ups at a time queued; at most {MAX_QUEUED_PER_SESSION} may wait at once (`hooks-app pending drop` takes one out)"
+                ),
+            )
+            .into());
+        }
+        let kind = if schedule.interval().is_some() {
+            "every"
+        } else {
+            "after"
+        };
+        if *update != SessionUpdate::default() {
+            self.ports.meta.remember(session, update).await?;
+        }
+        let (name, prompt_file) = self.save_prompt(&base_name(kind, now), prompt).await?;
+        let mut occurrences = Vec::new();
+        let mut entries = Vec::new();
+        for (k, due) in times.iter().enumerate() {
+            let hook_name = match schedule.interval() {
+                Some(_) => format!("{name}-{}", k + 1),
+                None => name.clone(),
+            };
+            let mut spec = HookSpec::new(&hook_name, prompt_file.clone())?;
+            spec.event = Event::Scheduled;
+            spec.delay = Delay::from_seconds(0)?;
+            spec.skip_cron = false;
+            spec.skip_subagents = false;
+            if let Some(every) = schedule.interval() {
+                spec.max_lateness =
+                    MaxLateness::from_seconds(every.whole_seconds().min(2_592_000))?;
+            }
+            let hook = self.ports.store.create_hook(spec, now).await?;
+            let mut entry = PendingEntry::new(hook.id.clone(), session.clone(), DueAt::At(*due));
+            entry.queued_at = Some(now);
+            entries.push(entry);
+            occurrences.push((hook.id, *due));
+        }
+        let results = self.ports.store.enqueue(entries).await?;
+        if let Some(r) = results
+            .iter()
+            .find(|r| **r != crate::store::EnqueueResult::Queued)
+        {
+            return Err(ValidationError::new(
+                "session",
+                format!("a follow-up at a time could not be queued ({r:?}): `hooks-app pending` shows what is"),
+            )
+            .into());
+        }
+        Ok(Scheduled {
+            prompt_file,
+            occurrences,
+        })
+    }
+
+    /// Writes `prompt` as a new prompt file named from `base` (`-2`, `-3`, … when taken).
+    async fn save_prompt(
+        &self,
+        base: &str,
+        prompt: &str,
+    ) -> Result<(String, PromptFile), ServiceError> {
+        for n in 1..=20 {
+            let name = match n {
+                1 => base.to_owned(),
+                n => format!("{base}-{n}"),
+            };
+            let file = PromptFile::parse(&format!("{PROMPT_DIR}/{name}.md"))?;
+            match self
+                .ports
+                .prompts
+                .save(&file, &prompt_text(&name, prompt))
+                .await
+            {
+                Ok(true) => return Ok((name, file)),
+                Ok(false) => continue,
+                Err(e) => return Err(ValidationError::new("prompt", e.to_string()).into()),
+            }
+        }
+        Err(ValidationError::new(
+            "prompt",
+            format!("could not find a free file name for {base}"),
+        )
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use time::macros::datetime;
+
+    use super::*;
+    use crate::ports::HookStore;
+    use crate::service::{Config, FireAction, Ports};
+    use crate::testing::*;
+
+    struct World {
+        store: Arc<InMemoryStore>,
+        meta: Arc<InMemoryMeta>,
+        runner: Arc<ScriptedRunner>,
+        clock: Arc<ManualClock>,
+        service: Service,
+    }
+
+    fn t0() -> Timestamp {
+        datetime!(2026-12-07 15:00:00 UTC)
+    }
+
+    fn world() -> World {
+        let store = InMemoryStore::seeded(t0());
+        let meta = InMemoryMeta::new();
+        let runner = ScriptedRunner::ok();
+        let clock = ManualClock::new(t0());
+        let ports = Ports {
+            store: store.clone(),
+            meta: meta.clone(),
+            runner: runner.clone(),
+            prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", "Tidy up."),
+            clock: clock.clone(),
+        };
+        let service = Service::new(ports, Config::new("me"));
+        World {
+            store,
+            meta,
+            runner,
+            clock,
+            service,
+        }
+    }
+
+    fn s1() -> SessionId {
+        SessionId::parse("s1").unwrap()
+    }
+
+    fn in_work() -> SessionUpdate {
+        SessionUpdate {
+            cwd: Some("/work".into()),
+            ..SessionUpdate::default()
+        }
+    }
+
+    /// A quiet transcript, last written an hour before `at`.
+    fn quiet(at: Timestamp) -> TranscriptFacts {
+        TranscriptFacts {
+            path: "/t/s1.jsonl".into(),
+            context_tokens: Some(1000),
+            last_change: Some(at - Duration::hours(1)),
+            cwd: Some("/work".into()),
+            ..TranscriptFacts::default()
+        }
+    }
+
+    async fn fire_due(w: &World) -> Vec<FireAction> {
+        let mut out = Vec::new();
+        for e in w.service.claim(100).await.unwrap() {
+            out.push(w.service.fire(&e).await.unwrap().action);
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn a_follow_up_after_a_while_runs_once_at_its_time_with_its_prompt() {
+        let w = world();
+        let s = Schedule::once(Duration::minutes(40)).unwrap();
+        let done = w
+            .service
+            .schedule(&s1(), &in_work(), &s, "check the deploy")
+            .await
+            .unwrap();
+        assert_eq!(done.occurrences.len(), 1);
+        let (id, due) = &done.occurrences[0];
+        assert_eq!(id.as_str(), "after-20261207-150000");
+        assert_eq!(*due, t0() + Duration::minutes(40));
+        let hook = w.store.get_hook(id).await.unwrap().unwrap();
+        assert_eq!(hook.event, Event::Scheduled);
+        assert!(!hook.skip_subagents && !hook.skip_cron);
+        w.meta.set_transcript(&s1(), quiet(t0()));
+        w.clock.advance(Duration::minutes(39));
+        assert!(fire_due(&w).await.is_empty(), "not before its time");
+        w.clock.advance(Duration::minutes(1));
+        let fired = fire_due(&w).await;
+        assert!(matches!(&fired[..], [FireAction::Ran(_)]), "{fired:?}");
+        let call = &w.runner.calls()[0];
+        assert_eq!(
+            (call.cwd.as_str(), call.prompt.body.as_str()),
+            ("/work", "check the deploy")
+        );
+        // No event queues it again: a DONE in the conversation queues post-task only.
+        let ev = crate::service::NotifyEvent {
+            failure: None,
+            session: s1(),
+            event: Event::ConversationDone,
+            update: in_work(),
+            subagent: false,
+        };
+        let r = w.service.notify(&ev).await.unwrap();
+        assert!(r.iter().all(|r| r.hook_id != *id), "{r:?}");
+        w.clock.advance(Duration::days(1));
+        fire_due(&w).await;
+        assert_eq!(
+            w.runner.count(),
+            2,
+            "post-task and the one follow-up, no more"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_series_runs_each_occurrence_once_and_skips_one_found_too_late() {
+        let w = world();
+        let s = Schedule::every(Duration::hours(2), 3).unwrap();
+        let done = w
+            .service
+            .schedule(&s1(), &in_work(), &s, "look at CI")
+            .await
+            .unwrap();
+        let ids: Vec<&str> = done.occurrences.iter().map(|(h, _)| h.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "every-20261207-150000-1",
+                "every-20261207-150000-2",
+                "every-20261207-150000-3"
+            ]
+        );
+        let dues: Vec<Timestamp> = done.occurrences.iter().map(|(_, t)| *t).collect();
+        assert_eq!(
+            dues,
+            [2, 4, 6].map(|h| t0() + Duration::hours(h)),
+            "one interval apart"
+        );
+        w.meta.set_transcript(&s1(), quiet(t0()));
+        w.clock.advance(Duration::hours(2));
+        assert!(matches!(&fire_due(&w).await[..], [FireAction::Ran(_)]));
+        // The machine slept through the second and half the third interval.
+        w.clock.advance(Duration::hours(5));
+        let late = fire_due(&w).await;
+        assert!(
+            matches!(&late[..], [FireAction::Finished(Status::Skipped(_))]),
+            "the second, over an interval late, is skipped: {late:?}"
+        );
+        let third = fire_due(&w).await;
+        assert!(matches!(&third[..], [FireAction::Ran(_)]), "{third:?}");
+        assert_eq!(w.runner.count(), 2);
+        assert!(w.store.snapshot().await.unwrap().pending.is_empty());
+    }
+
+    #[tokio::test]
+    async fn what_breaks_a_rule_is_refused_and_changes_nothing() {
+        let w = world();
+        let before = w.store.snapshot().await.unwrap();
+        let once = Schedule::once(Duration::minutes(1)).unwrap();
+        for (prompt, rule) in [
+            ("  ", "must not be empty"),
+            ("say {{nonsense}}", "nonsense"),
+            ("a\u{7}bell", "control characters"),
+        ] {
+            let e = w
+                .service
+                .schedule(&s1(), &in_work(), &once, prompt)
+                .await
+                .unwrap_err();
+            assert!(e.to_string().contains("prompt"), "{e}");
+            assert!(e.to_string().contains(rule), "{prompt:?}: {e}");
+        }
+        let relative = SessionUpdate {
+            cwd: Some("work".into()),
+            ..SessionUpdate::default()
+        };
+        assert!(
+            w.service
+                .schedule(&s1(), &relative, &once, "hi")
+                .await
+                .is_err()
+        );
+        assert_eq!(w.store.snapshot().await.unwrap(), before);
+        let far = Schedule::once(Duration::days(366)).unwrap_err();
+        assert_eq!(far.field, "after");
+        assert_eq!(
+            Schedule::every(Duration::seconds(30), 2).unwrap_err().field,
+            "every"
+        );
+        assert_eq!(
+            Schedule::every(Duration::hours(1), 101).unwrap_err().field,
+            "times"
+        );
+        assert_eq!(
+            Schedule::every_until(Duration::hours(1), Duration::minutes(30))
+                .unwrap_err()
+                .field,
+            "until"
+        );
+        let s = Schedule::every_until(Duration::hours(1), Duration::minutes(150)).unwrap();
+        assert_eq!(s.due_times(t0()).len(), 2, "the last no later than the end");
+    }
+
+    #[tokio::test]
+    async fn a_conversation_holds_at_most_so_many_and_a_person_makes_no_scheduled_hook() {
+        let w = world();
+        let many = Schedule::every(Duration::minutes(1), MAX_OCCURRENCES).unwrap();
+        w.service
+            .schedule(&s1(), &in_work(), &many, "tick")
+            .await
+            .unwrap();
+        let e = w
+            .service
+            .schedule(
+                &s1(),
+                &in_work(),
+                &Schedule::once(Duration::ZERO).unwrap(),
+                "one more",
+            )
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("at most 100"), "{e}");
+        let mut spec = HookSpec::new(
+            "mine",
+            PromptFile::parse(".claude/agents/hooks/p.md").unwrap(),
+        )
+        .unwrap();
+        spec.event = Event::Scheduled;
+        let e = w.service.create_another_hook(spec).await.unwrap_err();
+        assert!(e.to_string().contains("event"), "{e}");
+        let patch = HookPatch {
+            event: Some(Event::Scheduled),
+            ..HookPatch::default()
+        };
+        let post_task = HookId::parse("post-task").unwrap();
+        assert!(w.service.update_hook(&post_task, &patch).await.is_err());
+    }
+}
