@@ -142,3 +142,109 @@ fn a_series_is_listed_cancellable_and_bad_input_changes_nothing() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// The MCP server the real `claude` starts (`--mcp-config`): its three tools are offered
+/// to the model; the model's call of `schedule_follow_up` queues a follow-up into the very
+/// conversation that called it (the server's parent process's session file says which,
+/// never an argument), within the person's limits; the follow-up resumes that conversation
+/// once; `list_follow_ups` and `cancel_follow_up` see and take out only its own.
+#[test]
+fn the_agent_schedules_its_own_follow_up_through_the_mcp_server() {
+    let app = App::real();
+    app.ok(&["init"]);
+    let config = app.env.workdir("mcp").join("mcp.json");
+    let server = |extra: &[&str]| {
+        let mut args = vec![
+            "--data-dir".to_owned(),
+            app.data_dir().to_string_lossy().into_owned(),
+            "--claude-home".to_owned(),
+            app.env.claude_home().to_string_lossy().into_owned(),
+            "mcp".to_owned(),
+        ];
+        args.extend(extra.iter().map(|s| (*s).to_owned()));
+        serde_json::json!({"mcpServers": {"hooks-app": {"type": "stdio", "command": APP, "args": args}}})
+    };
+    std::fs::write(&config, server(&["--max-queued", "2"]).to_string()).unwrap();
+    let run = |prompt: &str| {
+        let (code, v, err) = app.env.run(
+            &app.proj,
+            &[
+                "--mcp-config",
+                config.to_str().unwrap(),
+                "--allowedTools",
+                "mcp__hooks-app__schedule_follow_up,mcp__hooks-app__list_follow_ups,mcp__hooks-app__cancel_follow_up",
+                "--",
+                prompt,
+            ],
+        );
+        assert_eq!(code, 0, "{v} {err}");
+        v
+    };
+    let v = run(
+        r#"CALL_TOOL[[mcp__hooks-app__schedule_follow_up {"prompt": "SAY_COMPLETED is CI green?", "after": "0s"}]]"#,
+    );
+    let sid = v["session_id"].as_str().unwrap().to_owned();
+    // The first request, before any call: Claude Code offers MCP tools by name (as
+    // deferred tools, fetched with its tool search), so each name is in it.
+    let first = app.api.bodies()[0].to_string();
+    for tool in hooks_mcp::TOOLS {
+        assert!(
+            first.contains(&format!("mcp__hooks-app__{tool}")),
+            "{tool} is offered to the model"
+        );
+    }
+    let queued = app.queued();
+    assert_eq!(queued.len(), 1, "{queued:?}: {v}");
+    assert_eq!(queued[0].1, sid, "into the calling conversation");
+    assert!(
+        v["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(&queued[0].0),
+        "the agent reads back its id: {v}"
+    );
+
+    // Each `claude -p` is a conversation of its own. Beyond the person's limit of two
+    // queued at once in one: refused, nothing queued.
+    let v2 = run(
+        r#"CALL_TOOL[[mcp__hooks-app__schedule_follow_up {"prompt": "again", "after": "1h", "every": "1h", "times": 3}]]"#,
+    );
+    assert!(
+        v2["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("allows 2 at once"),
+        "{v2}"
+    );
+    let v3 = run(
+        r#"CALL_TOOL[[mcp__hooks-app__schedule_follow_up {"prompt": "later", "after": "30d"}]]"#,
+    );
+    assert!(
+        v3["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("7d ahead"),
+        "{v3}"
+    );
+    let v4 = run(
+        r#"CALL_TOOL[[mcp__hooks-app__cancel_follow_up {"id": "QUEUED"}]]"#
+            .replace("QUEUED", &queued[0].0)
+            .as_str(),
+    );
+    assert!(
+        v4["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no follow-up"),
+        "another conversation cannot cancel it: {v4}"
+    );
+    assert_eq!(app.queued().len(), 1);
+
+    app.ok(&["tick", "--quiet-period", "0"]);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["sessionId"], sid.as_str());
+    assert_eq!(runs[0]["status"], "ok");
+    let transcript = std::fs::read_to_string(app.env.transcript(&sid).unwrap()).unwrap();
+    assert!(transcript.contains("is CI green?"));
+}

@@ -26,6 +26,7 @@ pub const CRATES: &[&str] = &[
     "hooks_alerts",
     "hooks_shapes",
     "hooks_http",
+    "hooks_mcp",
     "hooks_runtime",
     "hooks_app",
 ];

@@ -27,6 +27,8 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
         "hooks-http",
         &["hooks-core", "hooks-platform", "hooks-shapes"],
     ),
+    // The driving MCP adapter: the protocol only (the root implements its Backend).
+    ("hooks-mcp", &[]),
     // Test support: no production crate.
     ("hooks-testkit", &[]),
     // The composition root, the daemon and the hook entry point: everything but the test
@@ -39,6 +41,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "hooks-claude-code",
             "hooks-shapes",
             "hooks-http",
+            "hooks-mcp",
             "hooks-prompts",
             "hooks-alerts",
             "hooks-store-json",
@@ -58,6 +61,7 @@ pub const ALLOWED: &[(&str, &[&str])] = &[
             "hooks-claude-code",
             "hooks-shapes",
             "hooks-http",
+            "hooks-mcp",
             "hooks-prompts",
             "hooks-alerts",
             "hooks-store-json",

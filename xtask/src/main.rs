@@ -342,6 +342,7 @@ fn layering() -> Result<(), String> {
         "hooks-claude-code",
         "hooks-shapes",
         "hooks-http",
+        "hooks-mcp",
         "hooks-prompts",
         "hooks-alerts",
         "hooks-runtime",

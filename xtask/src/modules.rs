@@ -287,7 +287,7 @@ pub const APP_LAYERS: &[&[&str]] = &[
     &["commands"],
     // The driving side: Claude Code's hook entry point, the daemon (with the HTTP server's
     // backend), install, alerts, follow-ups at a time.
-    &["claude_hook", "daemon", "install", "schedule"],
+    &["claude_hook", "daemon", "install", "schedule", "mcp"],
     // The composition and what it builds from: adapters' choice, prompts, prices, trust,
     // what is known of a session.
     &["compose", "prices"],

@@ -40,6 +40,7 @@ pub struct Schedule {
     first: Duration,
     every: Option<Duration>,
     times: u32,
+    max_cost: CostCap,
 }
 
 impl Schedule {
@@ -50,6 +51,7 @@ impl Schedule {
             first: after,
             every: None,
             times: 1,
+            max_cost: CostCap::NONE,
         })
     }
 
@@ -76,7 +78,23 @@ impl Schedule {
             first: every,
             every: Some(every),
             times,
+            max_cost: CostCap::NONE,
         })
+    }
+
+    /// The same, its first occurrence `first` from now (the rest an interval apart); the
+    /// error names `after`.
+    pub fn first_after(mut self, first: Duration) -> Result<Self, ValidationError> {
+        let span = self.every.unwrap_or(Duration::ZERO) * (self.times.saturating_sub(1) as i32);
+        Self::check_ahead("after", first + span)?;
+        self.first = first;
+        Ok(self)
+    }
+
+    /// The same, each occurrence capped at `cap` (as a hook's `max_cost`).
+    pub fn max_cost(mut self, cap: CostCap) -> Self {
+        self.max_cost = cap;
+        self
     }
 
     /// Every `every` from now until `until` from now (the last occurrence no later); the
@@ -202,18 +220,7 @@ impl Service {
         check_prompt(prompt)?;
         update.validate()?;
         let now = self.now();
-        let snap = self.ports.store.snapshot().await?;
-        let scheduled_hooks: std::collections::BTreeSet<&HookId> = snap
-            .hooks
-            .iter()
-            .filter(|h| h.event == Event::Scheduled)
-            .map(|h| &h.id)
-            .collect();
-        let queued = snap
-            .pending
-            .iter()
-            .filter(|p| p.session_id == *session && scheduled_hooks.contains(&p.hook_id))
-            .count();
+        let queued = self.scheduled_for(session).await?.len();
         let times = schedule.due_times(now);
         if queued + times.len() > MAX_QUEUED_PER_SESSION {
             return Err(ValidationError::new(
@@ -245,6 +252,7 @@ impl Service {
             spec.delay = Delay::from_seconds(0)?;
             spec.skip_cron = false;
             spec.skip_subagents = false;
+            spec.max_cost = schedule.max_cost;
             if let Some(every) = schedule.interval() {
                 spec.max_lateness =
                     MaxLateness::from_seconds(every.whole_seconds().min(2_592_000))?;
@@ -270,6 +278,62 @@ impl Service {
             prompt_file,
             occurrences,
         })
+    }
+
+    /// The follow-ups at a time queued for `session`, earliest due first.
+    pub async fn scheduled_for(
+        &self,
+        session: &SessionId,
+    ) -> Result<Vec<PendingEntry>, ServiceError> {
+        let snap = self.ports.store.snapshot().await?;
+        let scheduled: std::collections::BTreeSet<&HookId> = snap
+            .hooks
+            .iter()
+            .filter(|h| h.event == Event::Scheduled)
+            .map(|h| &h.id)
+            .collect();
+        let mut out: Vec<PendingEntry> = snap
+            .pending
+            .iter()
+            .filter(|p| p.session_id == *session && scheduled.contains(&p.hook_id))
+            .cloned()
+            .collect();
+        out.sort_by_key(|p| p.became_due().to_string());
+        Ok(out)
+    }
+
+    /// Cancels the follow-up at a time `hook` queued for `session`, ending it as
+    /// `skipped: why`. Refused, naming `id`, when it is no follow-up at a time of that
+    /// conversation (so an agent cancels its own only) or it is being sent right now.
+    pub async fn cancel_scheduled(
+        &self,
+        session: &SessionId,
+        hook: &HookId,
+        why: &str,
+    ) -> Result<(), ServiceError> {
+        if !self
+            .scheduled_for(session)
+            .await?
+            .iter()
+            .any(|p| p.hook_id == *hook)
+        {
+            return Err(ValidationError::new(
+                "id",
+                format!("no follow-up {hook} is queued in this conversation"),
+            )
+            .into());
+        }
+        let key = EntryKey {
+            hook_id: hook.clone(),
+            session_id: session.clone(),
+        };
+        let (gone, _) = self.drop_pending(std::slice::from_ref(&key), why).await?;
+        if gone.is_empty() {
+            return Err(
+                ValidationError::new("id", format!("{hook} is being sent right now")).into(),
+            );
+        }
+        Ok(())
     }
 
     /// Writes `prompt` as a new prompt file named from `base` (`-2`, `-3`, … when taken).

@@ -22,6 +22,8 @@ pub mod fsutil;
 #[doc(hidden)]
 pub mod install;
 #[doc(hidden)]
+pub mod mcp;
+#[doc(hidden)]
 pub mod options;
 #[doc(hidden)]
 pub mod output;

@@ -51,15 +51,8 @@ pub fn target(ctx: &Context, named: Option<&str>) -> AppResult<Target> {
             update: SessionUpdate::default(),
         });
     }
-    if let Some((session, cwd)) = hooks_meta::live::calling_session(&ctx.claude_home) {
-        return Ok(Target {
-            session,
-            found: Found::Calling,
-            update: SessionUpdate {
-                cwd: cwd.filter(|c| Path::new(c).is_absolute()),
-                ..SessionUpdate::default()
-            },
-        });
+    if let Some(t) = target_calling(ctx) {
+        return Ok(t);
     }
     let folder =
         ctx.claude_home
@@ -81,6 +74,19 @@ pub fn target(ctx: &Context, named: Option<&str>) -> AppResult<Target> {
             cwd: Some(ctx.here.to_string_lossy().into_owned()),
             transcript_path: Some(transcript.to_string_lossy().into_owned()),
             origin: None,
+        },
+    })
+}
+
+/// The Claude Code conversation whose process this one runs under, if any.
+pub fn target_calling(ctx: &Context) -> Option<Target> {
+    let (session, cwd) = hooks_meta::live::calling_session(&ctx.claude_home)?;
+    Some(Target {
+        session,
+        found: Found::Calling,
+        update: SessionUpdate {
+            cwd: cwd.filter(|c| Path::new(c).is_absolute()),
+            ..SessionUpdate::default()
         },
     })
 }

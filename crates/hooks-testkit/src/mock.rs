@@ -6,6 +6,8 @@
 //! message holding `USE_TOOL` gets a tool call instead (so `--max-turns 1` is reached);
 //! one holding `SPAWN_AGENT` gets a call of Claude Code's subagent tool with the prompt
 //! `SUBAGENT_WORK` (answered as a plain reply), so the CLI writes a subagent transcript.
+//! One holding `CALL_TOOL[[NAME JSON]]` gets a call of the offered tool NAME with JSON as
+//! its input (an MCP server's tool, `mcp__server__tool`), answered as `RUN_BASH` is.
 //! One holding `RUN_BASH[[COMMAND]]` gets a call of the `Bash` tool running COMMAND, then,
 //! with the tool's result in the request, a plain reply that quotes the result's first 400
 //! characters (what an agent reads back).
@@ -26,6 +28,19 @@ use std::thread;
 use serde_json::{Value, json};
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
+
+/// The text a user message says, its parts joined: a string `content`, or its `text` parts.
+fn user_text(m: &Value) -> String {
+    match &m["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
 
 pub(crate) fn unique() -> u64 {
     UNIQUE.fetch_add(1, Ordering::SeqCst)
@@ -273,6 +288,22 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
             name,
             json!({"description": "Look around", "prompt": "SUBAGENT_WORK: say what is here", "subagent_type": "general-purpose"}),
         ))
+    } else if let Some((name, input)) = msgs
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| {
+            user_text(m)
+                .split_once("CALL_TOOL[[")
+                .map(|(_, r)| r.to_owned())
+        })
+        .and_then(|rest| rest.split_once("]]").map(|(c, _)| c.to_owned()))
+        .and_then(|call| {
+            let (name, input) = call.split_once(' ')?;
+            Some((name.to_owned(), serde_json::from_str::<Value>(input).ok()?))
+        })
+    {
+        Some((name, input))
     } else if let Some(command) = last_user
         .split_once("RUN_BASH[[")
         .and_then(|(_, rest)| rest.split_once("]]"))

@@ -326,6 +326,20 @@ pub enum Command {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// An MCP server on stdio with tools an agent calls to schedule, list and cancel
+    /// follow-ups in its own conversation (the one whose Claude Code process starts it);
+    /// `install --mcp` adds it to Claude Code's configuration
+    Mcp {
+        /// The most follow-ups one conversation may have queued through it at once
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        max_queued: usize,
+        /// How far ahead one may come: 1h, 2d (up to a year)
+        #[arg(long, value_name = "SPAN", default_value = "7d")]
+        max_ahead: String,
+        /// The most each may cost, in US dollars (default: no cap but the daily budget)
+        #[arg(long, value_name = "USD")]
+        max_cost_usd: Option<f64>,
+    },
     /// Queue the hooks for an event in a conversation
     Notify {
         #[arg(long, value_name = "S")]

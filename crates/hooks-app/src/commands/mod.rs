@@ -146,6 +146,11 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             crate::cli::AlertsCmd::Test => alerts::test(&ctx)?,
         },
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
+        Command::Mcp {
+            max_queued,
+            max_ahead,
+            max_cost_usd,
+        } => schedule::mcp(&ctx, max_queued, &max_ahead, max_cost_usd)?,
         Command::After {
             after,
             prompt,

@@ -53,6 +53,43 @@ pub fn every(
     Ok(())
 }
 
+/// `mcp`: the MCP server, with the person's limits.
+pub fn mcp(
+    ctx: &Context,
+    max_queued: usize,
+    max_ahead: &str,
+    max_cost_usd: Option<f64>,
+) -> AppResult {
+    if !(1..=hooks_core::schedule::MAX_QUEUED_PER_SESSION).contains(&max_queued) {
+        return Err(ValidationError::new(
+            "max-queued",
+            format!(
+                "must be a whole number from 1 to {}",
+                hooks_core::schedule::MAX_QUEUED_PER_SESSION
+            ),
+        )
+        .into());
+    }
+    let max_ahead = parse_span("max-ahead", max_ahead)?;
+    if max_ahead > hooks_core::schedule::MAX_AHEAD || max_ahead.is_zero() {
+        return Err(
+            ValidationError::new("max-ahead", "must be more than 0 and up to a year").into(),
+        );
+    }
+    let max_cost = max_cost_usd
+        .map(hooks_core::model::CostCap::from_usd)
+        .transpose()?
+        .unwrap_or(hooks_core::model::CostCap::NONE);
+    hooks_runtime::mcp::serve(
+        ctx,
+        hooks_runtime::mcp::Limits {
+            max_queued,
+            max_ahead,
+            max_cost,
+        },
+    )
+}
+
 /// `--until`: a length of time from now, or a time with its offset.
 fn until_from_now(text: &str) -> Result<time::Duration, ValidationError> {
     if let Ok(d) = parse_span("until", text) {

@@ -1,0 +1,168 @@
+//! `hooks-app mcp`: the MCP server's [`hooks_mcp::Backend`], over the core, for the one
+//! conversation whose Claude Code process started the server.
+
+use std::sync::Arc;
+
+use hooks_core::model::{CostCap, HookId};
+use hooks_core::schedule::Schedule;
+use hooks_core::service::Service;
+use hooks_core::span::parse_span;
+use hooks_core::{SessionId, stamp};
+use hooks_mcp::ScheduleArgs;
+use time::Duration;
+
+use crate::compose::{block_on, service};
+use crate::{AppResult, Context};
+
+/// How an entry an agent cancels ends.
+pub const CANCELLED: &str = "cancelled by the agent";
+
+/// What one conversation's agent may schedule through the server: the person's, set on
+/// the server's command line (which `install --mcp` writes), never the agent's.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The most follow-ups at a time it may have queued at once.
+    pub max_queued: usize,
+    /// How far ahead the last may be.
+    pub max_ahead: Duration,
+    /// The most each may cost.
+    pub max_cost: CostCap,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_queued: 10,
+            max_ahead: Duration::days(7),
+            max_cost: CostCap::NONE,
+        }
+    }
+}
+
+struct Backend {
+    ctx: Context,
+    svc: Service,
+    /// The conversation, or why none is served.
+    session: Result<(SessionId, hooks_core::SessionUpdate), String>,
+    limits: Limits,
+}
+
+/// Serves the MCP tools on stdio until the client closes them. The conversation is the one
+/// whose Claude Code process runs this server (its own `sessions/<pid>.json`), found once at
+/// the start: with none, every tool says so and nothing is queued.
+pub fn serve(ctx: &Context, limits: Limits) -> AppResult {
+    let (svc, _) = service(ctx)?;
+    let session = match crate::schedule::target_calling(ctx) {
+        Some(t) => Ok((t.session, t.update)),
+        None => Err(format!(
+            "hooks-app mcp serves the Claude Code conversation that starts it, and none started it here (no session file of a parent process in {}): it schedules nothing",
+            ctx.claude_home.join("sessions").display()
+        )),
+    };
+    let backend = Backend {
+        ctx: ctx.clone(),
+        svc,
+        session,
+        limits,
+    };
+    block_on(hooks_mcp::serve_stdio(Arc::new(backend)))?.map_err(crate::AppError::runtime)
+}
+
+impl Backend {
+    fn session(&self) -> Result<&(SessionId, hooks_core::SessionUpdate), String> {
+        self.session.as_ref().map_err(Clone::clone)
+    }
+}
+
+/// `7d`, `12h`, `90m`, `45s`: the largest unit that divides it.
+fn roughly(d: Duration) -> String {
+    let s = d.whole_seconds();
+    match s {
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+fn rule(e: impl std::fmt::Display) -> String {
+    e.to_string()
+}
+
+#[async_trait::async_trait]
+impl hooks_mcp::Backend for Backend {
+    async fn schedule(&self, a: ScheduleArgs) -> Result<String, String> {
+        let (session, update) = self.session()?;
+        let after = parse_span("after", &a.after).map_err(rule)?;
+        let schedule = match (a.every.as_deref(), a.times) {
+            (None, None | Some(1)) => Schedule::once(after),
+            (Some(every), Some(n)) => Schedule::every(parse_span("every", every).map_err(rule)?, n)
+                .and_then(|s| s.first_after(after)),
+            (Some(_), None) => return Err("times: give how many times with every".into()),
+            (None, Some(_)) => return Err("every: give the interval with times".into()),
+        }
+        .map_err(rule)?
+        .max_cost(self.limits.max_cost);
+        let now = self.svc.now();
+        if let Some(last) = schedule.due_times(now).last()
+            && *last - now > self.limits.max_ahead
+        {
+            return Err(format!(
+                "after: the person allows follow-ups up to {} ahead",
+                roughly(self.limits.max_ahead)
+            ));
+        }
+        let queued = self.svc.scheduled_for(session).await.map_err(rule)?.len();
+        let adding = schedule.due_times(now).len();
+        if queued + adding > self.limits.max_queued {
+            return Err(format!(
+                "times: this conversation has {queued} follow-ups queued and the person allows {} at once (cancel_follow_up takes one out)",
+                self.limits.max_queued
+            ));
+        }
+        let done = self
+            .svc
+            .schedule(session, update, &schedule, &a.prompt)
+            .await
+            .map_err(rule)?;
+        // Run by an agent: the daemon starts only with the environment `install` kept.
+        let daemon = match crate::daemon::ondemand::ensure_running(&self.ctx, true) {
+            Ok(started) => started || crate::daemon::ondemand::daemon_running(&self.ctx.data_dir),
+            Err(_) => false,
+        };
+        let mut text: Vec<String> = done
+            .occurrences
+            .iter()
+            .map(|(h, t)| format!("queued {h}: due at {}", stamp::format(*t)))
+            .collect();
+        if !daemon {
+            text.push(
+                "note: no hooks-app daemon is running, so it comes only once one runs".into(),
+            );
+        }
+        Ok(text.join("\n"))
+    }
+
+    async fn list(&self) -> Result<String, String> {
+        let (session, _) = self.session()?;
+        let queued = self.svc.scheduled_for(session).await.map_err(rule)?;
+        if queued.is_empty() {
+            return Ok("no follow-ups are queued in this conversation".into());
+        }
+        Ok(queued
+            .iter()
+            .map(|p| format!("{}: due at {}", p.hook_id, p.became_due()))
+            .collect::<Vec<_>>()
+            .join("\n"))
+    }
+
+    async fn cancel(&self, id: &str) -> Result<String, String> {
+        let (session, _) = self.session()?;
+        let hook = HookId::parse(id).map_err(rule)?;
+        self.svc
+            .cancel_scheduled(session, &hook, CANCELLED)
+            .await
+            .map_err(rule)?;
+        Ok(format!("cancelled {hook}"))
+    }
+}
