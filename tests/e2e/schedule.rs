@@ -143,34 +143,36 @@ fn a_series_is_listed_cancellable_and_bad_input_changes_nothing() {
     );
 }
 
-/// The MCP server the real `claude` starts (`--mcp-config`): its three tools are offered
-/// to the model; the model's call of `schedule_follow_up` queues a follow-up into the very
-/// conversation that called it (the server's parent process's session file says which,
-/// never an argument), within the person's limits; the follow-up resumes that conversation
-/// once; `list_follow_ups` and `cancel_follow_up` see and take out only its own.
+/// The MCP server `install --mcp` adds to Claude Code's user configuration, byte for byte
+/// (and `uninstall --mcp` takes out, giving the file back as it was), which the real
+/// `claude` then starts: its three tools are offered to the model; the model's call of
+/// `schedule_follow_up` queues a follow-up into the very conversation that called it (the
+/// server's parent process's session file says which, never an argument), within the
+/// person's limits; the follow-up resumes that conversation once; another conversation
+/// cannot cancel it.
 #[test]
 fn the_agent_schedules_its_own_follow_up_through_the_mcp_server() {
     let app = App::real();
     app.ok(&["init"]);
-    let config = app.env.workdir("mcp").join("mcp.json");
-    let server = |extra: &[&str]| {
-        let mut args = vec![
-            "--data-dir".to_owned(),
-            app.data_dir().to_string_lossy().into_owned(),
-            "--claude-home".to_owned(),
-            app.env.claude_home().to_string_lossy().into_owned(),
-            "mcp".to_owned(),
-        ];
-        args.extend(extra.iter().map(|s| (*s).to_owned()));
-        serde_json::json!({"mcpServers": {"hooks-app": {"type": "stdio", "command": APP, "args": args}}})
-    };
-    std::fs::write(&config, server(&["--max-queued", "2"]).to_string()).unwrap();
+    // Claude Code's user configuration, in the `CLAUDE_CONFIG_DIR` the scratch user sets.
+    let config = app.env.claude_home().join(".claude.json");
+    // As a person's would be, in a style of its own.
+    std::fs::write(
+        &config,
+        "{\r\n\t\"theme\": \"dark\" ,\r\n\t\"numStartups\": 3\r\n}",
+    )
+    .unwrap();
+    let before = std::fs::read(&config).unwrap();
+    app.ok(&["install", "--mcp"]);
+    let with: serde_json::Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    assert_eq!(with["mcpServers"]["hooks-app"]["command"], APP, "{with}");
+    app.ok(&["uninstall", "--mcp"]);
+    assert_eq!(std::fs::read(&config).unwrap(), before, "byte for byte");
+    app.ok(&["install", "--mcp"]);
     let run = |prompt: &str| {
         let (code, v, err) = app.env.run(
             &app.proj,
             &[
-                "--mcp-config",
-                config.to_str().unwrap(),
                 "--allowedTools",
                 "mcp__hooks-app__schedule_follow_up,mcp__hooks-app__list_follow_ups,mcp__hooks-app__cancel_follow_up",
                 "--",
@@ -204,16 +206,16 @@ fn the_agent_schedules_its_own_follow_up_through_the_mcp_server() {
         "the agent reads back its id: {v}"
     );
 
-    // Each `claude -p` is a conversation of its own. Beyond the person's limit of two
+    // Each `claude -p` is a conversation of its own. Beyond the person's limit of ten
     // queued at once in one: refused, nothing queued.
     let v2 = run(
-        r#"CALL_TOOL[[mcp__hooks-app__schedule_follow_up {"prompt": "again", "after": "1h", "every": "1h", "times": 3}]]"#,
+        r#"CALL_TOOL[[mcp__hooks-app__schedule_follow_up {"prompt": "again", "after": "1h", "every": "1h", "times": 11}]]"#,
     );
     assert!(
         v2["result"]
             .as_str()
             .unwrap_or_default()
-            .contains("allows 2 at once"),
+            .contains("allows 10 at once"),
         "{v2}"
     );
     let v3 = run(

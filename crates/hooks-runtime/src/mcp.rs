@@ -42,27 +42,22 @@ impl Default for Limits {
 struct Backend {
     ctx: Context,
     svc: Service,
-    /// The conversation, or why none is served.
-    session: Result<(SessionId, hooks_core::SessionUpdate), String>,
+    /// The conversation, once found: at the first call, not at the start, since Claude
+    /// Code may start its MCP servers before it writes its own session file (measured
+    /// with 2.1.197). Once found it stays: the server serves one conversation.
+    session: std::sync::OnceLock<(SessionId, hooks_core::SessionUpdate)>,
     limits: Limits,
 }
 
 /// Serves the MCP tools on stdio until the client closes them. The conversation is the one
-/// whose Claude Code process runs this server (its own `sessions/<pid>.json`), found once at
-/// the start: with none, every tool says so and nothing is queued.
+/// whose Claude Code process runs this server (its own `sessions/<pid>.json`): with none,
+/// every tool says so and nothing is queued.
 pub fn serve(ctx: &Context, limits: Limits) -> AppResult {
     let (svc, _) = service(ctx)?;
-    let session = match crate::schedule::target_calling(ctx) {
-        Some(t) => Ok((t.session, t.update)),
-        None => Err(format!(
-            "hooks-app mcp serves the Claude Code conversation that starts it, and none started it here (no session file of a parent process in {}): it schedules nothing",
-            ctx.claude_home.join("sessions").display()
-        )),
-    };
     let backend = Backend {
         ctx: ctx.clone(),
         svc,
-        session,
+        session: std::sync::OnceLock::new(),
         limits,
     };
     block_on(hooks_mcp::serve_stdio(Arc::new(backend)))?.map_err(crate::AppError::runtime)
@@ -70,7 +65,16 @@ pub fn serve(ctx: &Context, limits: Limits) -> AppResult {
 
 impl Backend {
     fn session(&self) -> Result<&(SessionId, hooks_core::SessionUpdate), String> {
-        self.session.as_ref().map_err(Clone::clone)
+        if let Some(s) = self.session.get() {
+            return Ok(s);
+        }
+        let t = crate::schedule::target_calling(&self.ctx).ok_or_else(|| {
+            format!(
+                "hooks-app mcp serves the Claude Code conversation that starts it, and none started it here (no session file of a parent process in {}): it schedules nothing",
+                self.ctx.claude_home.join("sessions").display()
+            )
+        })?;
+        Ok(self.session.get_or_init(|| (t.session, t.update)))
     }
 }
 

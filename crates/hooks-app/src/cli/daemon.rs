@@ -42,6 +42,10 @@ pub struct InstallArgs {
     /// the daemon and the environment it starts with only
     #[arg(long, conflicts_with_all = ["agent", "scope", "trigger", "transport", "http_url"])]
     pub plugin: bool,
+    /// Add `hooks-app mcp` to Claude Code's MCP servers (~/.claude.json), so the agent can
+    /// schedule its own follow-ups; nothing else is installed or changed
+    #[arg(long, conflicts_with_all = ["agent", "scope", "trigger", "transport", "http_url", "plugin", "daemon", "http", "no_http", "idle_exit"])]
+    pub mcp: bool,
 }
 
 #[derive(Debug, Args)]
@@ -59,6 +63,9 @@ pub struct UninstallArgs {
     /// Drop the queued follow-ups (each logged as skipped) rather than keep them paused
     #[arg(long)]
     pub drop_queue: bool,
+    /// Take `hooks-app mcp` out of Claude Code's MCP servers only; nothing else changes
+    #[arg(long, conflicts_with_all = ["agent", "scope", "daemon", "drop_queue"])]
+    pub mcp: bool,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -66,6 +66,7 @@ pub fn install(a: &InstallArgs) -> InstallOptions {
         transport: a.transport,
         http_url: a.http_url.clone(),
         plugin: a.plugin,
+        mcp: a.mcp,
     }
 }
 
@@ -76,5 +77,6 @@ pub fn uninstall(a: &UninstallArgs) -> UninstallOptions {
         daemon: a.daemon,
         dry_run: a.dry_run,
         drop_queue: a.drop_queue,
+        mcp: a.mcp,
     }
 }

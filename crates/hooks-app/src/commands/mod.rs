@@ -180,6 +180,7 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             origin,
             json,
         } => notify(&ctx, &session, &event, cwd, transcript, origin, json.json)?,
+        Command::Install(a) if a.mcp => install::install(&ctx, &convert::install(&a))?,
         Command::Install(a) => {
             if !a.dry_run {
                 say_kept_workspace(compose::record_workspace(&mut ctx)?);

@@ -24,6 +24,7 @@ use hooks_claude_code::settings::*;
 use crate::{AppError, AppResult, Context};
 
 mod codex_toml;
+pub mod mcp;
 mod queue;
 mod setup;
 pub use setup::{record_written_prompts, restart};
@@ -198,6 +199,9 @@ fn command_for(ctx: &Context, scope: Scope, args: &str) -> AppResult<String> {
 }
 
 pub fn install(ctx: &Context, a: &InstallOptions) -> AppResult {
+    if a.mcp {
+        return mcp::install(ctx, a.dry_run);
+    }
     if a.plugin {
         return install_for_plugin(ctx, a);
     }
@@ -446,6 +450,9 @@ fn queue_after_install(ctx: &Context, a: &InstallOptions) -> AppResult {
 }
 
 pub fn uninstall(ctx: &Context, a: &UninstallOptions) -> AppResult {
+    if a.mcp {
+        return mcp::uninstall(ctx, a.dry_run);
+    }
     let path = hook_file(ctx, a.agent, a.scope)?;
     if a.agent == Agent::Codex
         && uninstall_codex_toml(ctx, a.dry_run)?

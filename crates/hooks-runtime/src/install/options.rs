@@ -21,6 +21,8 @@ pub struct InstallOptions {
     /// The hooks come from the Claude Code plugin: no entry is written (and one an
     /// earlier install wrote in the user's settings is taken out); the daemon is set up.
     pub plugin: bool,
+    /// Only `hooks-app mcp` in Claude Code's MCP servers: nothing else is touched.
+    pub mcp: bool,
 }
 
 /// What `uninstall` is asked.
@@ -33,4 +35,6 @@ pub struct UninstallOptions {
     pub dry_run: bool,
     /// Drop what is queued rather than keep it paused.
     pub drop_queue: bool,
+    /// Only `hooks-app mcp` out of Claude Code's MCP servers.
+    pub mcp: bool,
 }
