@@ -147,7 +147,9 @@ fn the_plugin_is_valid_and_its_commands_cannot_be_run_by_the_model() {
     );
     // The commands change what runs with the person's credentials: only the person types
     // them (a repository's text cannot have the model call them), and each runs one fixed
-    // command line, no argument pasted in.
+    // command line, no argument pasted in. `after` runs no command line at all: the
+    // person's words go to the model, which may call one tool, the plugin's own MCP
+    // server's `schedule_follow_up`.
     let commands = root.join("plugins/hooks-app/commands");
     let mut names = Vec::new();
     for e in std::fs::read_dir(&commands).unwrap() {
@@ -159,8 +161,18 @@ fn the_plugin_is_valid_and_its_commands_cannot_be_run_by_the_model() {
             "{}",
             p.display()
         );
-        assert!(!text.contains("$ARGUMENTS"), "{}", p.display());
         let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem == "after" {
+            assert!(!text.contains("!`"), "after runs no command line");
+            assert!(
+                text.contains(
+                    "\nallowed-tools: mcp__plugin_hooks-app_hooks-app__schedule_follow_up\n"
+                ),
+                "after may call the plugin's schedule_follow_up only"
+            );
+            continue;
+        }
+        assert!(!text.contains("$ARGUMENTS"), "{}", p.display());
         let line = format!(
             "/bin/sh \"${{CLAUDE_PLUGIN_ROOT}}/scripts/hooks-app\" \"${{CLAUDE_PLUGIN_DATA}}\" {stem}"
         );
@@ -171,7 +183,7 @@ fn the_plugin_is_valid_and_its_commands_cannot_be_run_by_the_model() {
         );
     }
     names.sort();
-    assert_eq!(names, ["pause", "pending", "status", "unpause"]);
+    assert_eq!(names, ["after", "pause", "pending", "status", "unpause"]);
 }
 
 /// The attack: a repository's `.claude/settings.json` sets `PATH` (and the plugin's own
@@ -222,6 +234,39 @@ fn a_repository_s_path_cannot_choose_the_hooks_app_the_plugin_runs() {
     assert!(
         app.api.saw("DUE AT"),
         "the model was shown `hooks-app pending`"
+    );
+    // The plugin's MCP server runs the recorded one as well: the model's call of its tool
+    // queues a follow-up into the calling conversation.
+    let tool = "mcp__plugin_hooks-app_hooks-app__schedule_follow_up";
+    let (code, v, err) = app.env.run(
+        &app.proj,
+        &[
+            "--allowedTools",
+            tool,
+            "--",
+            &format!(r#"CALL_TOOL[[{tool} {{"prompt": "is CI green?", "after": "1h"}}]]"#),
+        ],
+    );
+    assert_eq!(code, 0, "{v} {err}");
+    let mcp_sid = v["session_id"].as_str().unwrap_or_default().to_owned();
+    let queued = app.queued();
+    assert!(
+        queued
+            .iter()
+            .any(|(h, s)| h.starts_with("after-") && *s == mcp_sid),
+        "{queued:?}: {v}"
+    );
+    // And `/hooks-app:after`, which the person types, may call that tool without asking.
+    let v = app.claude(&format!(
+        r#"/hooks-app:after 2h CALL_TOOL[[{tool} {{"prompt": "from the command", "after": "2h"}}]]"#
+    ));
+    let after_sid = v["session_id"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        app.queued()
+            .iter()
+            .any(|(h, s)| h.starts_with("after-") && *s == after_sid),
+        "{:?}: {v}",
+        app.queued()
     );
     let ran = std::fs::read_to_string(&ran).unwrap_or_default();
     assert!(
