@@ -1145,3 +1145,87 @@ fn the_page_runs_a_hook_now_and_once_it_ran_offers_to_run_it_again() {
     );
     d.stop();
 }
+
+/// `POST /api/v1/sessions/{id}/follow-ups`: a follow-up at a time into a conversation named
+/// by a prefix, fired by the daemon once and recorded; a series is queued one interval
+/// apart; what breaks a rule is refused naming the field, and changes nothing.
+#[test]
+fn the_api_queues_follow_ups_at_a_time() {
+    let app = App::fake();
+    app.ok(&["init"]);
+    let sid = "5a1e0c2d-7f3b-4c11-9d2e-0123456789ab";
+    app.transcript(sid, &app.proj, 1000);
+    let d = Served::start(&app, &[], &[]);
+    let path = format!("/api/v1/sessions/{}/follow-ups", &sid[..8]);
+
+    let store = std::fs::read(app.store_file()).unwrap();
+    for (body, status, field) in [
+        (json!({"after": "5m"}), 400, "prompt"),
+        (json!({"prompt": "x"}), 400, "after"),
+        (json!({"prompt": "x", "every": "1h"}), 400, "times"),
+        (
+            json!({"prompt": "x", "after": "5m", "every": "10s", "times": 2}),
+            400,
+            "every",
+        ),
+        (
+            json!({"prompt": "x", "after": "5m", "times": "2"}),
+            400,
+            "times",
+        ),
+        (
+            json!({"prompt": "x", "after": "5m", "session": "other"}),
+            400,
+            "session",
+        ),
+    ] {
+        error_of(&d.send("POST", &path, &body.to_string()), status, field);
+    }
+    error_of(
+        &d.send(
+            "POST",
+            "/api/v1/sessions/ffffffff-none/follow-ups",
+            &json!({"prompt": "x", "after": "5m"}).to_string(),
+        ),
+        404,
+        "id",
+    );
+    assert_eq!(
+        std::fs::read(app.store_file()).unwrap(),
+        store,
+        "nothing changed"
+    );
+
+    let series = d.send(
+        "POST",
+        &path,
+        &json!({"prompt": "look at CI", "every": "2h", "times": 2}).to_string(),
+    );
+    assert_eq!(series.status, 201, "{series:?}");
+    assert_eq!(series.json()["followUps"].as_array().map(Vec::len), Some(2));
+    let once = d.send(
+        "POST",
+        &path,
+        &json!({"prompt": "SAY_COMPLETED check the deploy", "after": "0s"}).to_string(),
+    );
+    assert_eq!(once.status, 201, "{once:?}");
+    let v = once.json();
+    assert_eq!(v["sessionId"], sid);
+    let hook = v["followUps"][0]["hookId"].as_str().unwrap().to_owned();
+    assert!(
+        wait_until(60, || app.runs().iter().any(|r| r["hookId"]
+            == hook.as_str()
+            && r["finishedAt"].is_string())),
+        "the daemon ran it: {}",
+        d.stop()
+    );
+    let runs = app.runs();
+    assert_eq!(
+        runs.len(),
+        1,
+        "once, and the series waits for its time: {runs:?}"
+    );
+    assert_eq!(runs[0]["sessionId"], sid);
+    assert_eq!(app.queued().len(), 2, "the series is queued");
+    d.stop();
+}

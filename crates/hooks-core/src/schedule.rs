@@ -97,33 +97,6 @@ impl Schedule {
         self
     }
 
-    /// Every `every` from now until `until` from now (the last occurrence no later); the
-    /// errors name `every` and `until`.
-    pub fn every_until(every: Duration, until: Duration) -> Result<Self, ValidationError> {
-        if every < MIN_EVERY {
-            return Self::every(every, 1);
-        }
-        let n = until.whole_seconds() / every.whole_seconds().max(1);
-        if n < 1 {
-            return Err(ValidationError::new(
-                "until",
-                format!(
-                    "must be at least one interval ({}s) from now",
-                    every.whole_seconds()
-                ),
-            ));
-        }
-        if n > i64::from(MAX_OCCURRENCES) {
-            return Err(ValidationError::new(
-                "until",
-                format!(
-                    "makes {n} occurrences; a series has at most {MAX_OCCURRENCES}: a longer interval or an earlier end"
-                ),
-            ));
-        }
-        Self::every(every, n as u32)
-    }
-
     fn check_ahead(field: &'static str, d: Duration) -> Result<(), ValidationError> {
         if d.is_negative() || d > MAX_AHEAD {
             return Err(ValidationError::new(
@@ -144,6 +117,88 @@ impl Schedule {
     /// The interval of a series; `None` for once.
     pub fn interval(&self) -> Option<Duration> {
         self.every
+    }
+}
+
+/// A follow-up at a time as a person or an agent writes it (the CLI's arguments, the API's
+/// fields, an MCP tool's): `after` (a length of time), `every` (an interval) with `times`
+/// or `until` (a length of time from now, or a time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ask<'a> {
+    /// When the first comes, from now; with `every`, an interval from now if not given.
+    pub after: Option<&'a str>,
+    /// The interval of a series.
+    pub every: Option<&'a str>,
+    /// How many in a series.
+    pub times: Option<u32>,
+    /// The last of a series no later than this.
+    pub until: Option<&'a str>,
+}
+
+impl Schedule {
+    /// The schedule `ask` says, counted from `now`; the error names the field and its rule.
+    pub fn parse(ask: &Ask<'_>, now: Timestamp) -> Result<Self, ValidationError> {
+        use crate::span::parse_span;
+        let after = ask.after.map(|a| parse_span("after", a)).transpose()?;
+        let Some(every) = ask.every else {
+            if ask.times.is_some_and(|n| n != 1) {
+                return Err(ValidationError::new("every", "is required with times"));
+            }
+            if ask.until.is_some() {
+                return Err(ValidationError::new("every", "is required with until"));
+            }
+            return Self::once(after.ok_or_else(|| ValidationError::new("after", "is required"))?);
+        };
+        let every = parse_span("every", every)?;
+        let first = after.unwrap_or(every);
+        let times = match (ask.times, ask.until) {
+            (Some(_), Some(_)) => {
+                return Err(ValidationError::new(
+                    "until",
+                    "give times or until, not both",
+                ));
+            }
+            (None, None) => {
+                return Err(ValidationError::new(
+                    "times",
+                    "give times or until: a series ends by itself",
+                ));
+            }
+            (Some(n), None) => n,
+            (None, Some(u)) => {
+                let until = match parse_span("until", u) {
+                    Ok(d) => d,
+                    Err(_) => match crate::stamp::parse(u) {
+                        Some(t) => t - now,
+                        None => {
+                            return Err(ValidationError::new(
+                                "until",
+                                format!(
+                                    "must be a length of time from now (7d, 12h) or a time such as 2026-12-24T18:00:00Z (got {u:?})"
+                                ),
+                            ));
+                        }
+                    },
+                };
+                if until < first || every < MIN_EVERY {
+                    return Err(ValidationError::new(
+                        "until",
+                        "must be no earlier than the first follow-up",
+                    ));
+                }
+                let n = (until - first).whole_seconds() / every.whole_seconds() + 1;
+                if n > i64::from(MAX_OCCURRENCES) {
+                    return Err(ValidationError::new(
+                        "until",
+                        format!(
+                            "makes {n} occurrences; a series has at most {MAX_OCCURRENCES}: a longer interval or an earlier end"
+                        ),
+                    ));
+                }
+                n as u32
+            }
+        };
+        Self::every(every, times)?.first_after(first)
     }
 }
 
@@ -567,14 +622,64 @@ mod tests {
             Schedule::every(Duration::hours(1), 101).unwrap_err().field,
             "times"
         );
+        let ask = |every, until| Ask {
+            every: Some(every),
+            until: Some(until),
+            ..Ask::default()
+        };
         assert_eq!(
-            Schedule::every_until(Duration::hours(1), Duration::minutes(30))
-                .unwrap_err()
-                .field,
+            Schedule::parse(&ask("1h", "30m"), t0()).unwrap_err().field,
             "until"
         );
-        let s = Schedule::every_until(Duration::hours(1), Duration::minutes(150)).unwrap();
+        let s = Schedule::parse(&ask("1h", "150m"), t0()).unwrap();
         assert_eq!(s.due_times(t0()).len(), 2, "the last no later than the end");
+        let at = Schedule::parse(&ask("1h", "2026-12-07T18:00:00Z"), t0()).unwrap();
+        assert_eq!(
+            at.due_times(t0()).last(),
+            Some(&(t0() + Duration::hours(3))),
+            "an end given as a time"
+        );
+        for (bad, field) in [
+            (Ask::default(), "after"),
+            (
+                Ask {
+                    every: Some("1h"),
+                    ..Ask::default()
+                },
+                "times",
+            ),
+            (
+                Ask {
+                    after: Some("1h"),
+                    times: Some(3),
+                    ..Ask::default()
+                },
+                "every",
+            ),
+            (
+                Ask {
+                    every: Some("1h"),
+                    times: Some(2),
+                    until: Some("5h"),
+                    ..Ask::default()
+                },
+                "until",
+            ),
+            (
+                Ask {
+                    every: Some("1h"),
+                    until: Some("soon"),
+                    ..Ask::default()
+                },
+                "until",
+            ),
+        ] {
+            assert_eq!(
+                Schedule::parse(&bad, t0()).unwrap_err().field,
+                field,
+                "{bad:?}"
+            );
+        }
     }
 
     #[tokio::test]

@@ -47,6 +47,7 @@ pub fn table() -> Vec<(&'static str, MethodRouter<Shared>)> {
         ("/api/v1/hooks/{id}/disable", post(disable_hook)),
         ("/api/v1/hooks/{id}/run", post(run_hook)),
         ("/api/v1/sessions/{id}", get(session)),
+        ("/api/v1/sessions/{id}/follow-ups", post(follow_up)),
         ("/api/v1/events", post(events)),
         (
             "/api/v1/pause",
@@ -322,18 +323,71 @@ async fn runs(State(s): State<Shared>, q: Params) -> Answer {
     ok(&hooks_shapes::json::run_list(&runs, &agents))
 }
 
-async fn session(State(s): State<Shared>, SessionPath(id): SessionPath) -> Answer {
-    SessionId::parse(&id).map_err(|e| ApiError::bad("id", e.rule))?;
-    let sid = s.svc.find_session(&id).await.map_err(|e| match e {
+/// The conversation a path's `{id}` names: a whole id or a unique prefix.
+async fn conversation(s: &HttpState, id: &str) -> Result<SessionId, ApiError> {
+    SessionId::parse(id).map_err(|e| ApiError::bad("id", e.rule))?;
+    s.svc.find_session(id).await.map_err(|e| match e {
         SessionLookup::Invalid(e) => e.into(),
         SessionLookup::Ambiguous(m) => {
             ApiError::bad("id", m.trim_start_matches("session: ").to_owned())
         }
         SessionLookup::Unknown(m) => ApiError::not_found("id", m),
         SessionLookup::Failed(e) => e.into(),
-    })?;
+    })
+}
+
+async fn session(State(s): State<Shared>, SessionPath(id): SessionPath) -> Answer {
+    let sid = conversation(&s, &id).await?;
     ok(&hooks_shapes::json::session(
         &s.svc.session_report(&sid).await?,
+    ))
+}
+
+/// `POST /api/v1/sessions/{id}/follow-ups`: a follow-up at a time into the conversation
+/// (`after`, or `every` with `times` or `until`, and its `prompt`), as `hooks-app after`
+/// and `every` queue one.
+async fn follow_up(
+    State(s): State<Shared>,
+    SessionPath(id): SessionPath,
+    JsonObject(m): JsonObject,
+) -> Answer {
+    const FIELDS: [&str; 5] = ["prompt", "after", "every", "times", "until"];
+    if let Some(k) = m.keys().find(|k| !FIELDS.contains(&k.as_str())) {
+        return Err(ApiError::bad(
+            &k.chars().take(64).collect::<String>(),
+            format!("is not a field of a follow-up ({})", FIELDS.join(", ")),
+        ));
+    }
+    let prompt = text(&m, "prompt")?.ok_or_else(|| ApiError::bad("prompt", "is required"))?;
+    let times = match m.get("times") {
+        None => None,
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .ok_or_else(|| ApiError::bad("times", "must be a whole number from 1 to 100"))?,
+        ),
+    };
+    let ask = hooks_core::schedule::Ask {
+        after: text(&m, "after")?,
+        every: text(&m, "every")?,
+        times,
+        until: text(&m, "until")?,
+    };
+    let schedule = hooks_core::schedule::Schedule::parse(&ask, s.svc.now())?;
+    hooks_core::schedule::check_prompt(prompt)?;
+    let sid = conversation(&s, &id).await?;
+    let done = s
+        .svc
+        .schedule(
+            &sid,
+            &hooks_core::SessionUpdate::default(),
+            &schedule,
+            prompt,
+        )
+        .await?;
+    Ok(json_response(
+        StatusCode::CREATED,
+        &hooks_shapes::json::scheduled(&sid, &done),
     ))
 }
 

@@ -4,9 +4,8 @@
 use std::sync::Arc;
 
 use hooks_core::model::{CostCap, HookId};
-use hooks_core::schedule::Schedule;
+use hooks_core::schedule::{Ask, Schedule};
 use hooks_core::service::Service;
-use hooks_core::span::parse_span;
 use hooks_core::{SessionId, stamp};
 use hooks_mcp::ScheduleArgs;
 use time::Duration;
@@ -97,17 +96,16 @@ fn rule(e: impl std::fmt::Display) -> String {
 impl hooks_mcp::Backend for Backend {
     async fn schedule(&self, a: ScheduleArgs) -> Result<String, String> {
         let (session, update) = self.session()?;
-        let after = parse_span("after", &a.after).map_err(rule)?;
-        let schedule = match (a.every.as_deref(), a.times) {
-            (None, None | Some(1)) => Schedule::once(after),
-            (Some(every), Some(n)) => Schedule::every(parse_span("every", every).map_err(rule)?, n)
-                .and_then(|s| s.first_after(after)),
-            (Some(_), None) => return Err("times: give how many times with every".into()),
-            (None, Some(_)) => return Err("every: give the interval with times".into()),
-        }
-        .map_err(rule)?
-        .max_cost(self.limits.max_cost);
         let now = self.svc.now();
+        let ask = Ask {
+            after: Some(&a.after),
+            every: a.every.as_deref(),
+            times: a.times,
+            until: None,
+        };
+        let schedule = Schedule::parse(&ask, now)
+            .map_err(rule)?
+            .max_cost(self.limits.max_cost);
         if let Some(last) = schedule.due_times(now).last()
             && *last - now > self.limits.max_ahead
         {

@@ -183,6 +183,20 @@ pub fn run(r: &RunRecord) -> Value {
 }
 
 /// The pause as `status --json` and the API show it.
+/// What a follow-up at a time queued (`after`, `every`, `POST
+/// /api/v1/sessions/{id}/follow-ups`): the conversation, the prompt file, and each
+/// occurrence's hook and due time.
+pub fn scheduled(session: &hooks_core::SessionId, s: &hooks_core::schedule::Scheduled) -> Value {
+    json!({
+        "sessionId": session.as_str(),
+        "promptFile": s.prompt_file.as_str(),
+        "followUps": s.occurrences.iter().map(|(h, t)| json!({
+            "hookId": h.as_str(),
+            "dueAt": hooks_core::stamp::format(*t),
+        })).collect::<Vec<_>>(),
+    })
+}
+
 pub fn pause(p: Option<&Pause>) -> Value {
     match p {
         None => json!({"paused": false}),

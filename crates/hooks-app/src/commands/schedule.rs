@@ -1,6 +1,6 @@
 //! `after` and `every`: follow-ups at a time, into one conversation.
 
-use hooks_core::schedule::Schedule;
+use hooks_core::schedule::{Ask, Schedule};
 use hooks_core::span::parse_span;
 use hooks_core::{ValidationError, stamp};
 use hooks_runtime::schedule::{Done, Found};
@@ -17,14 +17,11 @@ pub fn after(
     session: Option<&str>,
     json: bool,
 ) -> AppResult {
-    let schedule = Schedule::once(parse_span("after", when)?)?;
-    hooks_core::schedule::check_prompt(prompt)?;
-    let target = hooks_runtime::schedule::target(ctx, session)?;
-    report(
-        hooks_runtime::schedule::schedule(ctx, target, &schedule, prompt)?,
-        json,
-    );
-    Ok(())
+    let ask = Ask {
+        after: Some(when),
+        ..Ask::default()
+    };
+    queue(ctx, &ask, prompt, session, json)
 }
 
 /// `every INTERVAL PROMPT [--session S] (--times N | --until WHEN)`.
@@ -36,14 +33,24 @@ pub fn every(
     (times, until): (Option<u32>, Option<&str>),
     json: bool,
 ) -> AppResult {
-    let every = parse_span("every", interval)?;
-    let schedule = match (times, until) {
-        (Some(n), _) => Schedule::every(every, n)?,
-        (None, Some(u)) => Schedule::every_until(every, until_from_now(u)?)?,
-        (None, None) => {
-            return Err(ValidationError::new("times", "give --times N or --until WHEN").into());
-        }
+    let ask = Ask {
+        every: Some(interval),
+        times,
+        until,
+        ..Ask::default()
     };
+    queue(ctx, &ask, prompt, session, json)
+}
+
+/// Checks everything first (nothing is looked up for what is refused), then queues.
+fn queue(
+    ctx: &Context,
+    ask: &Ask<'_>,
+    prompt: &str,
+    session: Option<&str>,
+    json: bool,
+) -> AppResult {
+    let schedule = Schedule::parse(ask, time::OffsetDateTime::now_utc())?;
     hooks_core::schedule::check_prompt(prompt)?;
     let target = hooks_runtime::schedule::target(ctx, session)?;
     report(
@@ -90,22 +97,6 @@ pub fn mcp(
     )
 }
 
-/// `--until`: a length of time from now, or a time with its offset.
-fn until_from_now(text: &str) -> Result<time::Duration, ValidationError> {
-    if let Ok(d) = parse_span("until", text) {
-        return Ok(d);
-    }
-    match stamp::parse(text) {
-        Some(t) => Ok(t - time::OffsetDateTime::now_utc()),
-        None => Err(ValidationError::new(
-            "until",
-            format!(
-                "must be a length of time from now (7d, 12h) or a time such as 2026-12-24T18:00:00Z (got {text:?})"
-            ),
-        )),
-    }
-}
-
 fn report(done: Done, json: bool) {
     let sid = done.target.session.as_str().to_owned();
     let found = match &done.target.found {
@@ -115,13 +106,10 @@ fn report(done: Done, json: bool) {
     };
     let occ = &done.scheduled.occurrences;
     if json {
-        print_json(&json!({
-            "sessionId": sid,
-            "found": found,
-            "promptFile": done.scheduled.prompt_file.as_str(),
-            "followUps": occ.iter().map(|(h, t)| json!({"hookId": h.as_str(), "dueAt": stamp::format(*t)})).collect::<Vec<_>>(),
-            "daemonStarted": done.started,
-        }));
+        let mut v = hooks_shapes::json::scheduled(&done.target.session, &done.scheduled);
+        v["found"] = json!(found);
+        v["daemonStarted"] = json!(done.started);
+        print_json(&v);
     } else {
         let whose = match &done.target.found {
             Found::Named => String::new(),
