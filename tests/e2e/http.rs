@@ -1227,5 +1227,54 @@ fn the_api_queues_follow_ups_at_a_time() {
     );
     assert_eq!(runs[0]["sessionId"], sid);
     assert_eq!(app.queued().len(), 2, "the series is queued");
+
+    // A prompt sent from outside with an idempotency key: delivered once, however often
+    // the request comes (a retry after a lost answer).
+    let prompts = format!("/api/v1/sessions/{sid}/prompts");
+    let send = || {
+        call(
+            d.addr,
+            "POST",
+            &prompts,
+            &[
+                ("Authorization", &d.auth()),
+                ("Idempotency-Key", "deploy-7"),
+            ],
+            Some(&json!({"prompt": "SAY_COMPLETED the deploy is done"}).to_string()),
+        )
+    };
+    let first = send();
+    assert_eq!(first.status, 202, "{first:?}");
+    assert_eq!(first.json()["hookId"], "send-deploy-7");
+    let again = send();
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(again.json()["sent"], false);
+    assert!(
+        wait_until(60, || app.runs().iter().any(|r| r["hookId"]
+            == "send-deploy-7"
+            && r["finishedAt"].is_string())),
+        "the daemon sent it"
+    );
+    let third = send();
+    assert_eq!(
+        (third.status, third.json()["status"].as_str()),
+        (200, Some("ok"))
+    );
+    assert_eq!(
+        app.runs()
+            .iter()
+            .filter(|r| r["hookId"] == "send-deploy-7")
+            .count(),
+        1,
+        "once"
+    );
+    let bad = call(
+        d.addr,
+        "POST",
+        &prompts,
+        &[("Authorization", &d.auth()), ("Idempotency-Key", "a b")],
+        Some(&json!({"prompt": "x"}).to_string()),
+    );
+    error_of(&bad, 400, "Idempotency-Key");
     d.stop();
 }

@@ -91,6 +91,19 @@ fn a_series_is_listed_cancellable_and_bad_input_changes_nothing() {
         "follow-ups at a time are not listed among the hooks"
     );
 
+    // `send` with a key, twice: one follow-up, due now.
+    let sent = app.json(&["send", &sid[..8], "the deploy is done", "--key", "d-1"]);
+    assert_eq!(
+        (sent["sent"].as_bool(), sent["hookId"].as_str()),
+        (Some(true), Some("send-d-1"))
+    );
+    let again = app.json(&["send", &sid, "the deploy is done", "--key", "D-1"]);
+    assert_eq!(again["sent"], false, "{again}");
+    assert_eq!(
+        app.queued().iter().filter(|(h, _)| h == "send-d-1").count(),
+        1
+    );
+
     let store = std::fs::read(app.store_file()).unwrap();
     for (args, field) in [
         (&["after", "2y", "x", "--session", &sid][..], "after"),

@@ -120,6 +120,21 @@ impl Schedule {
     }
 }
 
+/// What [`Service::send`] did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sent {
+    /// Queued now, due at once.
+    Queued(Scheduled),
+    /// Its key was sent before: nothing more is; how that one ended (`None`: it is still
+    /// queued or running).
+    Already {
+        /// The first send's hook.
+        hook: HookId,
+        /// How it ended, if it has.
+        status: Option<Status>,
+    },
+}
+
 /// A follow-up at a time as a person or an agent writes it (the CLI's arguments, the API's
 /// fields, an MCP tool's): `after` (a length of time), `every` (an interval) with `times`
 /// or `until` (a length of time from now, or a time).
@@ -291,10 +306,30 @@ impl Service {
         } else {
             "after"
         };
+        let base = base_name(kind, now);
+        let done = self
+            .schedule_as(session, update, schedule, prompt, (&base, false))
+            .await?;
+        done.ok_or_else(|| ValidationError::new("id", "internal: a free name was taken").into())
+    }
+
+    /// [`Self::schedule`] with its hooks named from `base` (and a prompt file of that name,
+    /// `-2`, … when taken), once the rules are checked. With `exact`, a hook name another
+    /// took first queues nothing and is `None`.
+    async fn schedule_as(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+        schedule: &Schedule,
+        prompt: &str,
+        (base, exact): (&str, bool),
+    ) -> Result<Option<Scheduled>, ServiceError> {
+        let now = self.now();
+        let times = schedule.due_times(now);
         if *update != SessionUpdate::default() {
             self.ports.meta.remember(session, update).await?;
         }
-        let (name, prompt_file) = self.save_prompt(&base_name(kind, now), prompt).await?;
+        let (name, prompt_file) = self.save_prompt(base, prompt).await?;
         let mut occurrences = Vec::new();
         let mut entries = Vec::new();
         for (k, due) in times.iter().enumerate() {
@@ -313,6 +348,11 @@ impl Service {
                     MaxLateness::from_seconds(every.whole_seconds().min(2_592_000))?;
             }
             let hook = self.ports.store.create_hook(spec, now).await?;
+            if exact && hook.id.as_str() != hook_name {
+                // Another made a hook of this name first: nothing of ours is queued.
+                self.ports.store.delete_hook(&hook.id).await?;
+                return Ok(None);
+            }
             let mut entry = PendingEntry::new(hook.id.clone(), session.clone(), DueAt::At(*due));
             entry.queued_at = Some(now);
             entries.push(entry);
@@ -329,10 +369,93 @@ impl Service {
             )
             .into());
         }
-        Ok(Scheduled {
+        Ok(Some(Scheduled {
             prompt_file,
             occurrences,
-        })
+        }))
+    }
+
+    /// Sends `prompt` into `session` now: a follow-up at a time due at once, which goes
+    /// into the open TUI where the agent offers a way in, or resumes the conversation once
+    /// it is not open. With a `key` (1 to 64 of A-Z a-z 0-9 and `-`, read without case), the
+    /// same key again sends nothing more and says how the first went: its hook is
+    /// `send-<key>`, and a hook follows a conversation up once. A key used for another
+    /// conversation is refused, naming `key`.
+    pub async fn send(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+        key: Option<&str>,
+        prompt: &str,
+    ) -> Result<Sent, ServiceError> {
+        check_prompt(prompt)?;
+        update.validate()?;
+        let once = Schedule::once(Duration::ZERO)?;
+        let Some(key) = key else {
+            let base = base_name("send", self.now());
+            let done = self
+                .schedule_as(session, update, &once, prompt, (&base, false))
+                .await?;
+            return done.map(Sent::Queued).ok_or_else(|| {
+                ValidationError::new("id", "internal: a free name was taken").into()
+            });
+        };
+        if key.is_empty()
+            || key.len() > 64
+            || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        {
+            return Err(ValidationError::new(
+                "key",
+                format!(
+                    "must be 1 to 64 of A-Z a-z 0-9 and - (got {} bytes)",
+                    key.len()
+                ),
+            )
+            .into());
+        }
+        let id = HookId(format!("send-{}", key.to_ascii_lowercase()));
+        if let Some(sent) = self.sent_before(&id, session).await? {
+            return Ok(sent);
+        }
+        match self
+            .schedule_as(session, update, &once, prompt, (id.as_str(), true))
+            .await?
+        {
+            Some(done) => Ok(Sent::Queued(done)),
+            // Another send of the same key came first: it is the one sent.
+            None => self.sent_before(&id, session).await?.ok_or_else(|| {
+                ValidationError::new("key", "was being sent at the same moment").into()
+            }),
+        }
+    }
+
+    /// How the send of hook `id` went, if there was one: for `session`, or refused.
+    async fn sent_before(
+        &self,
+        id: &HookId,
+        session: &SessionId,
+    ) -> Result<Option<Sent>, ServiceError> {
+        let Some(hook) = self.ports.store.get_hook(id).await? else {
+            return Ok(None);
+        };
+        let snap = self.ports.store.snapshot().await?;
+        let to = snap
+            .pending
+            .iter()
+            .find(|p| p.hook_id == *id)
+            .map(|p| p.session_id.as_str().to_owned())
+            .or_else(|| hook.history.entries().first().map(|e| e.session.clone()));
+        if let Some(to) = to.filter(|t| t != session.as_str()) {
+            return Err(ValidationError::new(
+                "key",
+                format!("was used for another conversation ({to}); a key sends one prompt"),
+            )
+            .into());
+        }
+        Ok(Some(Sent::Already {
+            hook: hook.id,
+            status: hook.last_status,
+        }))
     }
 
     /// The follow-ups at a time queued for `session`, earliest due first.
@@ -715,5 +838,57 @@ mod tests {
         };
         let post_task = HookId::parse("post-task").unwrap();
         assert!(w.service.update_hook(&post_task, &patch).await.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_send_with_a_key_is_delivered_once_however_often_it_comes() {
+        let w = world();
+        let (one, work) = (s1(), in_work());
+        let send = |key| w.service.send(&one, &work, key, "deploy is done");
+        let Sent::Queued(first) = send(Some("Build-42")).await.unwrap() else {
+            panic!("the first send queues");
+        };
+        let (hook, due) = &first.occurrences[0];
+        assert_eq!(
+            (hook.as_str(), *due),
+            ("send-build-42", t0()),
+            "due at once"
+        );
+        assert_eq!(
+            send(Some("build-42")).await.unwrap(),
+            Sent::Already {
+                hook: hook.clone(),
+                status: None
+            },
+            "again while queued: nothing more, the key read without case"
+        );
+        w.meta.set_transcript(&s1(), quiet(t0()));
+        assert!(matches!(&fire_due(&w).await[..], [FireAction::Ran(_)]));
+        assert_eq!(
+            send(Some("Build-42")).await.unwrap(),
+            Sent::Already {
+                hook: hook.clone(),
+                status: Some(Status::Ok)
+            },
+            "again once it ran: how it went"
+        );
+        fire_due(&w).await;
+        assert_eq!(w.runner.count(), 1, "delivered once");
+        let other = SessionId::parse("s2").unwrap();
+        let e = w
+            .service
+            .send(&other, &in_work(), Some("build-42"), "x")
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("key"), "{e}");
+        let long = "k".repeat(65);
+        for bad in ["", "a b", "k/../x", long.as_str()] {
+            let e = send(Some(bad)).await.unwrap_err();
+            assert!(e.to_string().contains("key"), "{bad:?}: {e}");
+        }
+        assert!(
+            matches!(send(None).await.unwrap(), Sent::Queued(_)),
+            "no key: one more"
+        );
     }
 }

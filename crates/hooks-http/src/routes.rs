@@ -48,6 +48,7 @@ pub fn table() -> Vec<(&'static str, MethodRouter<Shared>)> {
         ("/api/v1/hooks/{id}/run", post(run_hook)),
         ("/api/v1/sessions/{id}", get(session)),
         ("/api/v1/sessions/{id}/follow-ups", post(follow_up)),
+        ("/api/v1/sessions/{id}/prompts", post(send_prompt)),
         ("/api/v1/events", post(events)),
         (
             "/api/v1/pause",
@@ -388,6 +389,49 @@ async fn follow_up(
     Ok(json_response(
         StatusCode::CREATED,
         &hooks_shapes::json::scheduled(&sid, &done),
+    ))
+}
+
+/// `POST /api/v1/sessions/{id}/prompts`: `prompt` into the conversation now, as `hooks-app
+/// send` does; the same `Idempotency-Key` again sends nothing more (200, `sent: false`).
+async fn send_prompt(
+    State(s): State<Shared>,
+    SessionPath(id): SessionPath,
+    headers: HeaderMap,
+    JsonObject(m): JsonObject,
+) -> Answer {
+    if let Some(k) = m.keys().find(|k| *k != "prompt") {
+        return Err(ApiError::bad(
+            &k.chars().take(64).collect::<String>(),
+            "is not a field of a prompt (only prompt)",
+        ));
+    }
+    let prompt = text(&m, "prompt")?.ok_or_else(|| ApiError::bad("prompt", "is required"))?;
+    hooks_core::schedule::check_prompt(prompt)?;
+    let key = match headers.get("idempotency-key") {
+        None => None,
+        Some(v) => Some(v.to_str().map_err(|_| {
+            ApiError::bad("Idempotency-Key", "must be 1 to 64 of A-Z a-z 0-9 and -")
+        })?),
+    };
+    let sid = conversation(&s, &id).await?;
+    let sent = s
+        .svc
+        .send(&sid, &hooks_core::SessionUpdate::default(), key, prompt)
+        .await
+        .map_err(|e| match e {
+            hooks_core::service::ServiceError::Invalid(v) if v.field == "key" => {
+                ApiError::bad("Idempotency-Key", v.rule)
+            }
+            other => other.into(),
+        })?;
+    let status = match sent {
+        hooks_core::schedule::Sent::Queued(_) => StatusCode::ACCEPTED,
+        hooks_core::schedule::Sent::Already { .. } => StatusCode::OK,
+    };
+    Ok(json_response(
+        status,
+        &hooks_shapes::json::sent(&sid, &sent),
     ))
 }
 

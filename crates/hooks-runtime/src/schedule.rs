@@ -152,3 +152,21 @@ pub fn schedule(
         daemon,
     })
 }
+
+/// Sends `prompt` into `target` now (`key`: at most once), and wakes the on-demand daemon;
+/// also whether a daemon will take it.
+pub fn send(
+    ctx: &Context,
+    target: &Target,
+    key: Option<&str>,
+    prompt: &str,
+) -> AppResult<(hooks_core::schedule::Sent, bool)> {
+    let (svc, _) = service(ctx)?;
+    let sent = block_on(svc.send(&target.session, &target.update, key, prompt))??;
+    let started = crate::daemon::ondemand::ensure_running(ctx, target.found == Found::Calling)
+        .unwrap_or(false);
+    Ok((
+        sent,
+        started || crate::daemon::ondemand::daemon_running(&ctx.data_dir),
+    ))
+}

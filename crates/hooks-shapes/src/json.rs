@@ -197,6 +197,26 @@ pub fn scheduled(session: &hooks_core::SessionId, s: &hooks_core::schedule::Sche
     })
 }
 
+/// What a send did (`send`, `POST /api/v1/sessions/{id}/prompts`): `sent` and its hook,
+/// or `sent: false` with how the first send of its key went (`status`, null while queued).
+pub fn sent(session: &hooks_core::SessionId, s: &hooks_core::schedule::Sent) -> Value {
+    use hooks_core::schedule::Sent;
+    match s {
+        Sent::Queued(q) => {
+            let mut v = scheduled(session, q);
+            v["sent"] = json!(true);
+            v["hookId"] = json!(q.occurrences.first().map(|(h, _)| h.as_str()));
+            v
+        }
+        Sent::Already { hook, status } => json!({
+            "sessionId": session.as_str(),
+            "sent": false,
+            "hookId": hook.as_str(),
+            "status": status.as_ref().map(ToString::to_string),
+        }),
+    }
+}
+
 pub fn pause(p: Option<&Pause>) -> Value {
     match p {
         None => json!({"paused": false}),

@@ -326,6 +326,19 @@ pub enum Command {
         #[command(flatten)]
         json: JsonFlag,
     },
+    /// Send a prompt into a conversation now: into its open TUI where Claude Code offers a
+    /// way in, else by resuming it once it is not open; `--key K` sends it at most once
+    Send {
+        /// The conversation (a whole id or a unique prefix of 8 or more)
+        session: String,
+        /// What to say
+        prompt: String,
+        /// An idempotency key (1 to 64 of A-Z a-z 0-9 -): the same key again sends nothing more
+        #[arg(long, value_name = "K")]
+        key: Option<String>,
+        #[command(flatten)]
+        json: JsonFlag,
+    },
     /// An MCP server on stdio with tools an agent calls to schedule, list and cancel
     /// follow-ups in its own conversation (the one whose Claude Code process starts it);
     /// `install --mcp` adds it to Claude Code's configuration

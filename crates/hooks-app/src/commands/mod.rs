@@ -146,6 +146,12 @@ pub fn dispatch(cli: Cli) -> AppResult<ExitCode> {
             crate::cli::AlertsCmd::Test => alerts::test(&ctx)?,
         },
         Command::Session { session, json } => session_cmd(&ctx, &session, json.json)?,
+        Command::Send {
+            session,
+            prompt,
+            key,
+            json,
+        } => schedule::send(&ctx, &session, &prompt, key.as_deref(), json.json)?,
         Command::Mcp {
             max_queued,
             max_ahead,

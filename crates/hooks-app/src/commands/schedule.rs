@@ -1,6 +1,6 @@
 //! `after` and `every`: follow-ups at a time, into one conversation.
 
-use hooks_core::schedule::{Ask, Schedule};
+use hooks_core::schedule::{Ask, Schedule, Sent};
 use hooks_core::span::parse_span;
 use hooks_core::{ValidationError, stamp};
 use hooks_runtime::schedule::{Done, Found};
@@ -57,6 +57,47 @@ fn queue(
         hooks_runtime::schedule::schedule(ctx, target, &schedule, prompt)?,
         json,
     );
+    Ok(())
+}
+
+/// `send SESSION PROMPT [--key K]`.
+pub fn send(
+    ctx: &Context,
+    session: &str,
+    prompt: &str,
+    key: Option<&str>,
+    json: bool,
+) -> AppResult {
+    hooks_core::schedule::check_prompt(prompt)?;
+    let target = hooks_runtime::schedule::target(ctx, Some(session))?;
+    let (sent, daemon) = hooks_runtime::schedule::send(ctx, &target, key, prompt)?;
+    let sid = &target.session;
+    let v = hooks_shapes::json::sent(sid, &sent);
+    if json {
+        print_json(&v);
+    } else {
+        match &sent {
+            Sent::Queued(s) => crate::say!(
+                "sent: {} into conversation {sid}, due now (into the open TUI, or once it is closed)",
+                s.occurrences
+                    .first()
+                    .map(|(h, _)| h.as_str())
+                    .unwrap_or_default()
+            ),
+            Sent::Already { hook, status } => crate::say!(
+                "not sent again: key {} went as {hook} ({})",
+                key.unwrap_or_default(),
+                status
+                    .as_ref()
+                    .map_or("still queued".to_owned(), ToString::to_string)
+            ),
+        }
+        if !daemon {
+            crate::say!(
+                "no daemon is running: nothing is sent until `hooks-app serve` (or `tick`) runs"
+            );
+        }
+    }
     Ok(())
 }
 
