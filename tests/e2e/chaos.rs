@@ -42,6 +42,27 @@ fn notify(app: &App, sid: &str) {
     ]);
 }
 
+/// Beside the hooks, the other kinds of follow-up, each through the one path: every third
+/// conversation gets `after 0s`, every fourth a `send` with a key, sent twice (a retry).
+fn follow_ups_at_a_time(app: &App, i: usize, sid: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if i.is_multiple_of(3) {
+        let v = app.json(&["after", "0s", "check back", "--session", sid]);
+        out.push((
+            v["followUps"][0]["hookId"].as_str().unwrap().to_owned(),
+            sid.to_owned(),
+        ));
+    }
+    if i.is_multiple_of(4) {
+        let key = format!("k{i}");
+        for _ in 0..2 {
+            app.ok(&["send", sid, "from outside", "--key", &key]);
+        }
+        out.push((format!("send-{key}"), sid.to_owned()));
+    }
+    out
+}
+
 /// A daemon whose fake runs take `seconds`; its log goes to a file (a pipe nobody reads
 /// while it runs would fill and stall it).
 fn serve(app: &App, seconds: &str) -> Daemon {
@@ -270,12 +291,15 @@ fn kill_9_of_random_daemons_under_load_never_overlaps_repeats_or_loses_a_run() {
     let mut killed: HashMap<u32, u128> = HashMap::new();
     let sessions: Vec<String> = (0..40).map(|i| format!("c{i}")).collect();
     let mut next = 0;
+    // The follow-ups at a time queued beside the hooks: (hook, session).
+    let mut extra: Vec<(String, String)> = Vec::new();
     let end_of_chaos = Instant::now() + Duration::from_secs(20);
     while Instant::now() < end_of_chaos {
         // Two conversations finish, then a daemon dies 1-2 s later mid-whatever-it-does.
         for _ in 0..2 {
             if let Some(sid) = sessions.get(next) {
                 notify(&app, sid);
+                extra.extend(follow_ups_at_a_time(&app, next, sid));
                 next += 1;
             }
         }
@@ -287,8 +311,9 @@ fn kill_9_of_random_daemons_under_load_never_overlaps_repeats_or_loses_a_run() {
         killed.insert(victim.id(), now_ns());
         daemons[i] = serve(&app, "1");
     }
-    for sid in &sessions[next..] {
+    for (i, sid) in sessions.iter().enumerate().skip(next) {
         notify(&app, sid);
+        extra.extend(follow_ups_at_a_time(&app, i, sid));
     }
     let drained = wait_until(120, || app.pending().is_empty());
     let logs: Vec<String> = daemons.into_iter().map(Daemon::stop).collect();
@@ -329,6 +354,7 @@ fn kill_9_of_random_daemons_under_load_never_overlaps_repeats_or_loses_a_run() {
     let want: BTreeMap<(String, String), usize> = sessions
         .iter()
         .flat_map(|s| HOOKS.map(|h| ((h.to_owned(), s.clone()), 1)))
+        .chain(extra.iter().map(|p| (p.clone(), 1)))
         .collect();
     assert_eq!(logged, want, "each pair once in the run log");
     for s in &spans {
