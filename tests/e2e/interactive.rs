@@ -408,6 +408,103 @@ fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
     );
 }
 
+/// A TUI left open at a usage limit, idle past the reset, and Claude Code's own continue
+/// never came (it never does for an API key, as here): where the TUI has a way in
+/// (2.1.332's inbox), `continue-after-limit` first leaves Claude Code its chance
+/// (`--own-continue-wait`), then arrives in that TUI once, a turn the person sees, and
+/// `/exit` runs nothing more. Without a way in (2.1.197, which has no own continue either)
+/// it waits for the close and is resumed once.
+#[test]
+fn a_tui_left_at_a_limit_whose_own_continue_never_came_gets_the_continuation_once() {
+    let app = App::real();
+    app.env.set_var("CLAUDE_CODE_MAX_RETRIES", "0");
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
+    let serve = app.spawn(&["serve", "--quiet-period", "1", "--own-continue-wait", "5"]);
+    app.api.set_limit(Some(hooks_testkit::Limit::RateLimited {
+        reset: time::OffsetDateTime::now_utc().unix_timestamp() + 3600,
+    }));
+    let tui = Tui::start(&app.env, &app.proj);
+    tui.type_line("build the feature SAY_DONE");
+    let has_inbox = has_inbox();
+    let first_wait = if has_inbox {
+        hooks_core::decide::OWN_CONTINUE_WAIT
+    } else {
+        "conversation open in claude"
+    };
+    assert!(
+        wait_until(60, || waiting_reason(&app)
+            .is_some_and(|r| r.starts_with(first_wait))),
+        "queued by StopFailure, due, and waiting: {:?}\n{}",
+        app.pending(),
+        tui.screen()
+    );
+    assert!(app.runs().is_empty(), "nothing during the wait");
+    let sid = app.pending()[0]["sessionId"].as_str().unwrap().to_owned();
+    // The limit has reset.
+    app.api.set_limit(None);
+    if has_inbox {
+        assert!(
+            wait_until(90, || app
+                .runs()
+                .iter()
+                .any(|r| r["finishedAt"].is_string())),
+            "delivered into the open TUI: {:?} {:?}\n{}",
+            app.runs(),
+            app.pending(),
+            tui.screen()
+        );
+        assert!(tui.alive(), "while the TUI stays open");
+        let r = app.runs()[0].clone();
+        assert_eq!(r["hookId"], "continue-after-limit", "{r}");
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["delivery"], "open", "{r}");
+        assert!(
+            tui.wait_for(10, "hooks-app follow-up: continue-after-limit"),
+            "the person sees it arrive:\n{}",
+            tui.screen()
+        );
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+        app.ok(&["tick", "--quiet-period", "0"]);
+    } else {
+        tui.type_line("/exit");
+        assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
+        assert!(
+            wait_until(90, || app.runs().iter().any(|r| r["status"] == "ok")),
+            "{:?} {:?}",
+            app.runs(),
+            app.pending()
+        );
+        assert_eq!(app.runs()[0]["delivery"], "resumed");
+    }
+    let log = stop(serve);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "once: {runs:?}\n{log}");
+    // The continuation's reply ends the task (DONE): post-task may be queued for it, but
+    // nothing more of the limit's.
+    assert!(
+        app.pending()
+            .iter()
+            .all(|p| p["hookId"] != "continue-after-limit"),
+        "{:?}",
+        app.pending()
+    );
+    assert_eq!(
+        forks(&records(&app, &sid)),
+        Vec::<String>::new(),
+        "one chain"
+    );
+    assert!(
+        std::fs::read_to_string(app.env.transcript(&sid).unwrap())
+            .unwrap()
+            .contains("Carry on with the task"),
+        "in the same conversation"
+    );
+}
+
 /// Whether the pinned Claude Code under test has a per-session inbox (2.1.332 on).
 fn has_inbox() -> bool {
     hooks_testkit::claude_version() != "2.1.197"

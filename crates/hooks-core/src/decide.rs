@@ -26,6 +26,10 @@ pub struct Policy {
     /// Deliver a follow-up into a conversation open in the TUI, where the running CLI
     /// offers a way in (`--deliver auto`); `false` waits for the close (`closed`).
     pub deliver_open: bool,
+    /// How long a usage limit's continuation waits, once due, for the agent's own
+    /// continue in a conversation left open in its TUI (Claude Code's comes 30–90 s after
+    /// the reset) before it is delivered there itself.
+    pub own_continue_wait: Duration,
 }
 
 impl Default for Policy {
@@ -36,6 +40,7 @@ impl Default for Policy {
             max_retries: 10,
             open_wait: Duration::hours(24),
             deliver_open: true,
+            own_continue_wait: Duration::minutes(10),
         }
     }
 }
@@ -167,6 +172,8 @@ pub const OPEN_BUSY_LOOK: Duration = Duration::seconds(1);
 /// start: it is not delivered again, and is resumed after the close.
 pub const NOT_TAKEN: &str = "not taken by the open conversation";
 
+/// How the reason of a limit's continuation waiting on the agent's own continue starts.
+pub const OWN_CONTINUE_WAIT: &str = "left open at a usage limit";
 /// Why a failure's follow-up is skipped when the conversation went on without it.
 pub const WENT_ON: &str = "the conversation went on after the failure";
 
@@ -290,17 +297,15 @@ pub struct DeliveryCheck<'a> {
     pub options: Option<&'a crate::prompt::RunOptions>,
     /// How often a delivery of this entry already went untaken.
     pub not_taken: u32,
-    /// The failure the entry continues, if any.
-    pub error: Option<crate::failure::FailureKind>,
 }
 
 /// Into the open conversation only what its hook allows and it can take as it is: delivery
 /// on (the daemon's and the hook's), a runner that can, a transcript, no run options (a
 /// model, a permission mode, tools, turns, a system prompt) that only a resumed run could
 /// honour, no cost cap (the open TUI has none: a capped follow-up is resumed after the
-/// close, with `--max-budget-usd`), not again once a delivery of this entry went untaken,
-/// and never the continuation of a usage limit (a TUI left open at a limit continues the
-/// conversation itself after the reset: a second "carry on" would be a second turn).
+/// close, with `--max-budget-usd`), and not again once a delivery of this entry went
+/// untaken. (A usage limit's continuation may go in too, but only after the agent's own
+/// continue had its chance: see [`decide_fire`].)
 pub fn may_deliver(c: &DeliveryCheck<'_>) -> bool {
     c.policy.deliver_open
         && c.hook.deliver == crate::model::Delivery::Auto
@@ -314,7 +319,6 @@ pub fn may_deliver(c: &DeliveryCheck<'_>) -> bool {
         })
         && c.hook.max_cost.usd().is_none()
         && c.not_taken == 0
-        && c.error != Some(crate::failure::FailureKind::RateLimit)
 }
 
 /// Where a follow-up comes once it is due.
@@ -415,6 +419,29 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         .open
         .as_ref()
         .filter(|o| arrival(i.can_deliver, Some(o)) == Arrival::IntoOpen);
+    // A usage limit's continuation into a conversation left open: the agent may carry it
+    // on itself after the reset (Claude Code's own continue, 30–90 s after it, on a
+    // subscription), so it gets `own_continue_wait` first; after that the continuation
+    // goes in only if the conversation still ends in the failure (below, on fresh facts).
+    // A second "carry on" on top of the agent's own would be a second turn.
+    if deliverable.is_some() && i.entry.error == Some(crate::failure::FailureKind::RateLimit) {
+        let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::OwnContinue, now);
+        let until = since + i.policy.own_continue_wait;
+        if now < until {
+            return FireDecision::Wait {
+                due_at: until,
+                waiting: Waiting::new(
+                    WaitKind::OwnContinue,
+                    format!(
+                        "{OWN_CONTINUE_WAIT}: Claude Code continues it itself after the limit's reset where it can; \
+                         hooks-app delivers the continuation at {} only if nothing carried the conversation on",
+                        crate::stamp::format(until)
+                    ),
+                    since,
+                ),
+            };
+        }
+    }
     if let Some(open) = deliverable
         && !open.is_idle()
     {

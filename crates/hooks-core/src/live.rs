@@ -170,11 +170,17 @@ pub enum WaitKind {
     /// The agent's program could not be started: tried again after a backoff, using up
     /// one of the run attempts.
     NotStarted,
+    /// A usage limit's continuation for a conversation left open in a TUI with a way in:
+    /// the agent may continue it itself after the reset (Claude Code's
+    /// `autoContinueAtUsageLimit`), so it waits [`crate::decide::Policy::own_continue_wait`]
+    /// and is delivered only if nothing carried the conversation on (closed meanwhile, it is
+    /// resumed when the wait ends, on the same condition).
+    OwnContinue,
 }
 
 impl WaitKind {
     /// Every kind, in the order above.
-    pub const ALL: [WaitKind; 10] = [
+    pub const ALL: [WaitKind; 11] = [
         WaitKind::Running,
         WaitKind::Open,
         WaitKind::Turn,
@@ -185,10 +191,11 @@ impl WaitKind {
         WaitKind::Limit,
         WaitKind::NotTaken,
         WaitKind::NotStarted,
+        WaitKind::OwnContinue,
     ];
 
     /// Its stored name: `running`, `open`, `turn`, `quiet`, `not-ready`, `budget`,
-    /// `paused`, `limit`, `not-taken`, `not-started`.
+    /// `paused`, `limit`, `not-taken`, `not-started`, `own-continue`.
     pub fn as_str(self) -> &'static str {
         match self {
             WaitKind::Running => "running",
@@ -201,6 +208,7 @@ impl WaitKind {
             WaitKind::Limit => "limit",
             WaitKind::NotTaken => "not-taken",
             WaitKind::NotStarted => "not-started",
+            WaitKind::OwnContinue => "own-continue",
         }
     }
 

@@ -445,7 +445,6 @@ impl Service {
                         transcript_found: facts.transcript.is_some(),
                         options: prompt.as_ref().ok().map(|p| &p.options),
                         not_taken: 0,
-                        error: None,
                     })
                 }
                 None => false,
@@ -655,7 +654,6 @@ impl Service {
                     _ => None,
                 },
                 not_taken: entry.not_taken,
-                error: entry.error,
             })
         });
         let decision = decide::decide_fire(FireInput {

@@ -3314,8 +3314,12 @@ async fn a_delivery_handed_over_and_declined_is_never_resumed() {
     );
 }
 
+/// A usage limit's continuation, due while the conversation is open in a TUI with a way
+/// in: first it leaves Claude Code its own continue (`own_continue_wait` from when it was
+/// found due); then, the conversation still ending in the failure, it is delivered into
+/// the open TUI, once.
 #[tokio::test]
-async fn a_limits_continuation_is_never_delivered_into_an_open_tui() {
+async fn a_limits_continuation_waits_for_the_agents_own_then_goes_into_the_open_tui() {
     let w = limit_world().await;
     w.runner.set_delivers(true);
     let s = sid("s1");
@@ -3337,15 +3341,75 @@ async fn a_limits_continuation_is_never_delivered_into_an_open_tui() {
         .unwrap();
     w.clock.advance(Duration::hours(1));
     let fired = fire_all(&w).await;
-    let FireAction::Waiting { waiting, .. } = &fired[0].action else {
+    let FireAction::Waiting { waiting, due_at } = &fired[0].action else {
         panic!("{fired:?}");
     };
+    assert_eq!(waiting.kind, WaitKind::OwnContinue, "{waiting:?}");
     assert!(
-        waiting.kind == WaitKind::Open
-            && waiting.reason.contains("Claude Code continues it itself"),
+        waiting.reason.contains("Claude Code continues it itself"),
         "{waiting:?}"
     );
+    assert_eq!(*due_at, w.clock.now() + Policy::default().own_continue_wait);
+    assert_eq!(w.runner.count(), 0, "nothing during the agent's own chance");
+    w.clock.advance(Duration::minutes(9));
+    assert!(
+        fire_all(&w).await.is_empty(),
+        "not due before the wait ends"
+    );
+    w.clock.advance(Duration::minutes(1));
+    let fired = fire_all(&w).await;
+    assert_eq!(w.runner.count(), 1, "{fired:?}");
+    assert!(
+        w.runner.calls()[0].into_open.is_some(),
+        "into the open TUI, not a resume beside it"
+    );
+}
+
+/// Claude Code's own continue (or the person) carried the conversation on during that
+/// wait: the continuation is skipped, never a second "carry on".
+#[tokio::test]
+async fn a_limits_continuation_is_never_delivered_after_the_agents_own() {
+    let w = limit_world().await;
+    w.runner.set_delivers(true);
+    let s = sid("s1");
+    w.meta.set_transcript(
+        &s,
+        TranscriptFacts {
+            ends_in_error: true,
+            ..transcript(100, Some(1), false)
+        },
+    );
+    w.meta.set_open(&s, Some(tui_with_inbox("idle")));
+    w.service
+        .notify(&failed_event(
+            "s1",
+            FailureKind::RateLimit,
+            "API Error: Request rejected (429)",
+        ))
+        .await
+        .unwrap();
+    w.clock.advance(Duration::hours(1));
+    fire_all(&w).await;
+    // The auto-continuation's reply, after the failure.
+    w.clock.advance(Duration::minutes(2));
+    w.meta.set_transcript(
+        &s,
+        TranscriptFacts {
+            ends_in_error: false,
+            last_reply_at: Some(w.clock.now()),
+            ..transcript(100, Some(1), false)
+        },
+    );
+    w.clock.advance(Duration::minutes(10));
+    fire_all(&w).await;
     assert_eq!(w.runner.count(), 0);
+    let logged = w.store.runs(&RunFilter::default()).await.unwrap();
+    assert!(
+        logged
+            .iter()
+            .any(|l| matches!(l.outcome.status(), Status::Skipped(why) if why == WENT_ON)),
+        "{logged:?}"
+    );
 }
 
 /// The agent a transcript names reaches the runner, so a runner for several agents
@@ -3465,7 +3529,6 @@ fn a_follow_up_goes_into_the_open_conversation_only_as_it_is_and_where_there_is_
             transcript_found: true,
             options,
             not_taken: 0,
-            error: None,
         }
     }
     assert!(may_deliver(&check(&h, Some(&plain))));
@@ -3513,13 +3576,6 @@ fn a_follow_up_goes_into_the_open_conversation_only_as_it_is_and_where_there_is_
             "untaken",
             DeliveryCheck {
                 not_taken: 1,
-                ..check(&h, Some(&plain))
-            },
-        ),
-        (
-            "limit",
-            DeliveryCheck {
-                error: Some(crate::failure::FailureKind::RateLimit),
                 ..check(&h, Some(&plain))
             },
         ),

@@ -90,6 +90,11 @@ pub struct RunArgs {
     /// turn the person sees) where Claude Code offers a way in, `closed` waits for the close
     #[arg(long, value_enum, default_value_t = Deliver::Auto, env = "HOOKS_DELIVER")]
     pub deliver: Deliver,
+    /// Seconds a usage limit's continuation, due while its conversation is open in the TUI,
+    /// leaves Claude Code to continue it itself (it does 30–90 s after the reset on a
+    /// subscription) before delivering it there; skipped if anything carried it on
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub own_continue_wait: u64,
     /// Log lines as JSON
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,

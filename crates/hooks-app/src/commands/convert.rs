@@ -34,6 +34,7 @@ pub fn run(a: &RunArgs) -> RunOptions {
         quiet_period: a.quiet_period,
         open_wait: a.open_wait,
         deliver: a.deliver,
+        own_continue_wait: a.own_continue_wait,
         log_format: a.log_format,
         shutdown_grace: a.shutdown_grace,
     }

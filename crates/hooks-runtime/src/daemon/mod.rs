@@ -50,6 +50,7 @@ fn build(ctx: &Context, a: &RunOptions) -> AppResult<(Arc<Service>, Store)> {
             quiet_period: time::Duration::seconds(a.quiet_period as i64),
             open_wait: time::Duration::seconds(a.open_wait as i64),
             deliver_open: a.deliver == crate::options::Deliver::Auto,
+            own_continue_wait: time::Duration::seconds(a.own_continue_wait as i64),
             ..Policy::default()
         },
         claim_ttl: time::Duration::seconds(a.claim_ttl as i64),

@@ -17,6 +17,9 @@ pub struct RunOptions {
     pub open_wait: u64,
     /// Into the open conversation where it can be, or only after the close.
     pub deliver: crate::options::Deliver,
+    /// Seconds a usage limit's continuation leaves a conversation open in its TUI to the
+    /// agent's own continue before it is delivered there.
+    pub own_continue_wait: u64,
     pub log_format: LogFormat,
     /// Seconds to wait for running follow-ups on SIGTERM/SIGINT before stopping them.
     pub shutdown_grace: u64,
