@@ -5,6 +5,7 @@
 //! its tokens and the model read from the rollout.
 
 use hooks_testkit::codex::{CodexEnv, MockResponses, codex_bin};
+use hooks_testkit::wait_until;
 
 use crate::support::*;
 
@@ -526,4 +527,143 @@ fn install_for_codex_adds_to_config_toml_where_the_person_keeps_hooks() {
     // Uninstall leaves what Codex wrote since.
     app.ok(&["uninstall", "--agent", "codex", "--daemon", "none"]);
     assert_eq!(read(), format!("{mine}{}{}", trust(0), trust(1)));
+}
+
+/// Codex's hooks.json with an entry for each of `events`, calling hooks-app as `install`
+/// writes them.
+fn hooks_json_for(cx: &CodexEnv, app: &App, events: &[&str]) {
+    let entry = serde_json::json!([{"hooks": [
+        {"type": "command", "command": app.hook_command(""), "timeout": 10}
+    ]}]);
+    let hooks: serde_json::Map<String, serde_json::Value> = events
+        .iter()
+        .map(|e| ((*e).to_owned(), entry.clone()))
+        .collect();
+    std::fs::write(
+        cx.codex_home().join("hooks.json"),
+        serde_json::json!({ "hooks": hooks }).to_string(),
+    )
+    .unwrap();
+}
+
+fn unix_now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Codex at its usage limit (it has no StopFailure, and runs no Stop hook for the refused
+/// turn): its SessionEnd hook reads the failure from the rollout and queues
+/// `continue-after-limit`, due at the reset the rollout records, to the second, plus the
+/// margin. Once the limit has reset, the same thread is resumed once; a thread the person
+/// went on in themselves is skipped, never continued on top; and a continuation that meets
+/// the limit again goes back to the queue until the new reset.
+#[test]
+fn a_codex_conversation_stopped_by_its_usage_limit_is_continued_once_after_the_reset() {
+    let (api, cx, app) = codex_user();
+    hooks_json_for(&cx, &app, &["Stop", "SessionEnd"]);
+    app.ok(&["hooks", "enable", "continue-after-limit"]);
+    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "0"]);
+    let codex = codex_bin();
+    let codex = codex.to_str().unwrap();
+    let tick = || app.ok(&["--codex-bin", codex, "tick", "--quiet-period", "0"]);
+    let entry_of = |thread: &str| app.pending().into_iter().find(|p| p["sessionId"] == thread);
+    // Due times are kept to the second, rounded up: the clock passes the entry's first.
+    let until_due = |thread: &str| {
+        let p = entry_of(thread).unwrap_or_else(|| panic!("queued: {:?}", app.pending()));
+        let due = hooks_core::stamp::parse(p["dueAt"].as_str().unwrap()).unwrap();
+        assert!(
+            wait_until(5, || time::OffsetDateTime::now_utc() >= due),
+            "due within seconds: {p}"
+        );
+    };
+
+    // A limit that resets in three hours: queued for then.
+    let reset = unix_now() + 3 * 3600 + 17;
+    api.set_usage_limited(Some(reset));
+    let later = cx.new_conversation_running_hooks("build the feature");
+    let p = entry_of(&later).unwrap_or_else(|| panic!("queued: {:?}", app.pending()));
+    assert_eq!(p["hookId"], "continue-after-limit", "{p}");
+    assert_eq!(p["error"], "rate_limit", "{p}");
+    let due = hooks_core::stamp::parse(p["dueAt"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        due.unix_timestamp(),
+        reset + 60,
+        "the reset from the rollout, to the second, plus the margin: {p}"
+    );
+    tick();
+    assert!(
+        app.runs().is_empty(),
+        "nothing before the reset: {:?}",
+        app.runs()
+    );
+
+    // A limit whose reset has passed by the time the conversation ends (the person closed
+    // the TUI long after): continued at once, in the same thread, once.
+    api.set_usage_limited(Some(unix_now() - 120));
+    let now_due = cx.new_conversation_running_hooks("build the feature");
+    until_due(&now_due);
+    api.set_usage_limited(None);
+    tick();
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["sessionId"], now_due.as_str(), "{runs:?}");
+    assert_eq!(runs[0]["hookId"], "continue-after-limit");
+    assert_eq!(runs[0]["status"], "ok", "{runs:?}");
+    let rollout = std::fs::read_to_string(cx.rollout(&now_due).unwrap()).unwrap();
+    assert!(
+        rollout.contains("Carry on with the task"),
+        "in the same thread"
+    );
+    tick();
+    assert_eq!(app.runs().len(), 1, "once: {:?}", app.runs());
+    assert!(entry_of(&now_due).is_none(), "{:?}", app.pending());
+
+    // The person went on in the thread before the continuation came: skipped.
+    api.set_usage_limited(Some(unix_now() - 120));
+    let went_on = cx.new_conversation_running_hooks("build the feature");
+    until_due(&went_on);
+    api.set_usage_limited(None);
+    cx.resume(&went_on, "try again");
+    let asked = api.requests();
+    tick();
+    assert_eq!(api.requests(), asked, "no turn on top of the person's");
+    let r = app
+        .runs()
+        .into_iter()
+        .find(|r| r["sessionId"] == went_on.as_str())
+        .expect("recorded");
+    assert!(
+        r["status"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("skipped") && w.contains("went on after the failure")),
+        "{r}"
+    );
+
+    // The continuation itself meets the limit again: back in the queue until the new
+    // reset, read from the rollout.
+    api.set_usage_limited(Some(unix_now() - 120));
+    let again = cx.new_conversation_running_hooks("build the feature");
+    until_due(&again);
+    let reset2 = unix_now() + 2 * 3600 + 29;
+    api.set_usage_limited(Some(reset2));
+    tick();
+    let p = entry_of(&again).unwrap_or_else(|| panic!("requeued: {:?}", app.pending()));
+    let due = hooks_core::stamp::parse(p["dueAt"].as_str().unwrap()).unwrap();
+    assert_eq!(due.unix_timestamp(), reset2 + 60, "{p}");
+    assert!(
+        p["waiting"]["reason"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("rate limited until")),
+        "{p}"
+    );
+    let r = app
+        .runs()
+        .into_iter()
+        .find(|r| r["sessionId"] == again.as_str())
+        .expect("the attempt is recorded");
+    assert!(
+        r["status"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("requeued")),
+        "{r}"
+    );
 }

@@ -194,14 +194,18 @@ pub struct Failure {
     pub at: Option<Timestamp>,
 }
 
-/// A failed turn as Claude Code reports it: the kind, and the texts that may state a reset
-/// (the hook's `last_assistant_message` and `error_details`, or a run's result).
+/// A failed turn as its agent reports it: the kind, and the texts that may state a reset
+/// (the hook's `last_assistant_message` and `error_details`, or a run's result), or the
+/// reset itself where the agent records it exactly (Codex's rollout).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedTurn {
     /// What kind of failure stopped the turn.
     pub kind: FailureKind,
     /// What was said about it (the error text, the last message), where a reset time may be read.
     pub texts: Vec<String>,
+    /// When the limit resets, where the agent recorded it as an instant: it goes before
+    /// anything read from [`FailedTurn::texts`].
+    pub resets_at: Option<Timestamp>,
     /// When it failed, where the transcript says: see [`Failure::at`].
     pub at: Option<Timestamp>,
 }
@@ -213,11 +217,12 @@ impl FailedTurn {
         now: Timestamp,
         offset: impl Fn(Option<&str>, Timestamp) -> Option<i32>,
     ) -> Failure {
-        let resets_at = self
-            .texts
-            .iter()
-            .filter_map(|t| parse_reset(t))
-            .find_map(|r| resolve_reset(&r, now, &offset));
+        let resets_at = self.resets_at.or_else(|| {
+            self.texts
+                .iter()
+                .filter_map(|t| parse_reset(t))
+                .find_map(|r| resolve_reset(&r, now, &offset))
+        });
         Failure {
             kind: self.kind,
             resets_at,
@@ -305,8 +310,11 @@ pub fn parse_reset(text: &str) -> Option<ResetText> {
             return digits.parse().ok().map(ResetText::Epoch);
         }
     }
-    let at = text.rfind("resets ")?;
-    let mut rest = text[at + "resets ".len()..].trim_start();
+    // Claude Code's `resets 7:20am (UTC)`; Codex's `try again at 9:06 PM.` (local time).
+    let rest = ["resets ", "try again at "]
+        .iter()
+        .find_map(|p| text.rfind(p).map(|at| &text[at + p.len()..]))?;
+    let mut rest = rest.trim_start();
     // An optional `Dec 7, ` (or `Dec 7 at `).
     let mut date = None;
     if let Some(month) = month_prefix(rest) {
@@ -460,6 +468,24 @@ mod tests {
     }
 
     #[test]
+    fn a_reset_the_agent_recorded_goes_before_its_words() {
+        let turn = FailedTurn {
+            kind: FailureKind::RateLimit,
+            texts: vec!["You've hit your 5-hour limit · resets 7:20am (UTC)".into()],
+            resets_at: Some(t("2026-12-04T07:21:17Z")),
+            at: None,
+        };
+        let f = turn.resolve(t("2026-12-04T06:20:36Z"), zones);
+        assert_eq!(f.resets_at, Some(t("2026-12-04T07:21:17Z")));
+        let words = FailedTurn {
+            resets_at: None,
+            ..turn
+        };
+        let f = words.resolve(t("2026-12-04T06:20:36Z"), zones);
+        assert_eq!(f.resets_at, Some(t("2026-12-04T07:20:00Z")));
+    }
+
+    #[test]
     fn every_form_the_cli_writes_is_read() {
         let now = "2026-12-04T06:20:36Z";
         let rows: &[(&str, Option<&str>)] = &[
@@ -467,6 +493,11 @@ mod tests {
             (
                 "You've hit your 5-hour limit · resets 7:20am (UTC)",
                 Some("2026-12-04T07:20:00+0000"),
+            ),
+            // Codex 0.171.0's usage limit, in the local zone
+            (
+                "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 9:06 PM.",
+                Some("2026-12-04T21:06:00+0000"),
             ),
             // 2.1.197 wording
             (

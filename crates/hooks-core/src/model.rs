@@ -1230,6 +1230,9 @@ pub struct TranscriptFacts {
     /// The kind of that error as Claude Code wrote it (the line's `error`: `rate_limit`,
     /// `overloaded`, …).
     pub failed_kind: Option<String>,
+    /// When the limit that error was resets, where the transcript records it as an
+    /// instant (Codex's rollout: the `rate_limits` window at 100 %).
+    pub failed_resets_at: Option<Timestamp>,
     /// The agent whose conversation this is, when its format says (`codex` for a Codex
     /// rollout); `None` for Claude Code's own transcripts.
     pub agent: Option<String>,

@@ -356,6 +356,7 @@ impl Service {
             let unknown = crate::failure::FailedTurn {
                 kind: FailureKind::Unknown,
                 texts: Vec::new(),
+                resets_at: None,
                 at: None,
             };
             ev.failure
@@ -1327,11 +1328,21 @@ impl Service {
         kind: FailureKind,
         attempt: u32,
     ) -> Result<Option<FireAction>, ServiceError> {
+        // Where the run's own transcript records the reset as an instant (Codex's rollout
+        // does; its message says only `try again at 9:06 PM`), that goes first.
+        let resets_at = match self.ports.meta.facts(&entry.session_id).await {
+            Ok(f) => f
+                .transcript
+                .filter(|t| t.ends_in_error)
+                .and_then(|t| t.failed_resets_at),
+            Err(_) => None,
+        };
         let now = self.now();
         let turn = failure::FailedTurn {
             at: None,
             kind,
             texts: record.outcome.result_text.iter().cloned().collect(),
+            resets_at,
         };
         let found = turn.resolve(now, |zone, at| self.ports.clock.offset(zone, at).ok());
         let due_at = decide::ceil_to_second(failure::due_at(

@@ -561,6 +561,7 @@ fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> Transcri
         ends_in_error: false,
         failed_at: None,
         failed_kind: None,
+        failed_resets_at: None,
         agent: None,
     }
 }
@@ -2716,6 +2717,7 @@ fn failed_event(s: &str, kind: FailureKind, text: &str) -> NotifyEvent {
             at: None,
             kind,
             texts: vec![text.to_owned()],
+            resets_at: None,
         }),
         ..done_event(s)
     }

@@ -217,7 +217,10 @@ pub fn parse_events(stdout: &[u8], exit: Option<i32>, before: (u64, u64, u64)) -
     }
     let rate_limited = failure.as_deref().is_some_and(|f| {
         let f = f.to_ascii_lowercase();
-        f.contains("429") || f.contains("rate limit") || f.contains("too many requests")
+        f.contains("429")
+            || f.contains("rate limit")
+            || f.contains("too many requests")
+            || f.contains("usage limit")
     });
     let completed = reply.as_deref().map(|r| {
         r.lines()
@@ -428,6 +431,11 @@ mod tests {
         let o = parse_events(limited, Some(1), (0, 0, 0));
         assert_eq!(o.api_error_status, Some(429));
         assert!(o.status.as_ref().is_some_and(|s| !s.is_ok()));
+        // A plan's usage limit, as 0.171.0 prints it: a limit too, its reset read later
+        // from the rollout.
+        let usage = "{\"type\":\"turn.failed\",\"error\":{\"message\":\"You\u{2019}ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 9:06 PM.\"}}";
+        let o = parse_events(usage.as_bytes(), Some(1), (0, 0, 0));
+        assert_eq!(o.api_error_status, Some(429));
         let other = br#"{"type":"error","message":"stream disconnected"}"#;
         let o = parse_events(other, Some(1), (0, 0, 0));
         assert_eq!((o.api_error_status, o.completed), (None, None));

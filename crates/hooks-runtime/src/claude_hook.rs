@@ -87,7 +87,7 @@ pub fn plan(
     let closed = input.hook_event_name == "SessionEnd";
     // A turn Claude Code stopped on an error: the conversation-failed hooks, with what the
     // CLI said (a usage limit's message says when it resets).
-    let failure = (input.hook_event_name == "StopFailure").then(|| {
+    let claude_failure = (input.hook_event_name == "StopFailure").then(|| {
         let (kind, at) = match told.flatten() {
             Some((kind, at)) => (kind, at),
             None => (input.error.clone(), None),
@@ -95,8 +95,32 @@ pub fn plan(
         failure::FailedTurn {
             kind: failure::FailureKind::from_claude(kind.as_deref().unwrap_or("unknown")),
             texts: input.failure_texts(),
+            resets_at: None,
             at,
         }
+    });
+    // Codex has no StopFailure and runs no Stop hook for a turn it ended on an error: that
+    // is read from its rollout when the conversation's SessionEnd comes (at once for
+    // `codex exec`, on the TUI's exit), with the reset the rollout records.
+    let codex_failure = || {
+        let path = input
+            .transcript_path
+            .as_deref()
+            .filter(|p| hooks_meta::codex::is_rollout_path(p))?;
+        let f = hooks_meta::read_facts(std::path::Path::new(path))
+            .ok()
+            .filter(|f| f.ends_in_error)?;
+        Some(failure::FailedTurn {
+            kind: failure::FailureKind::from_claude(f.failed_kind.as_deref().unwrap_or("unknown")),
+            texts: Vec::new(),
+            resets_at: f.failed_resets_at,
+            at: f.failed_at,
+        })
+    };
+    let failure = claude_failure.or_else(|| {
+        (!checked && input.hook_event_name == "SessionEnd")
+            .then(codex_failure)
+            .flatten()
     });
     let queue = failure.is_some()
         || match input.hook_event_name.as_str() {

@@ -7,7 +7,8 @@
 //! `response.completed` with `usage`). The reply is `CODEX REPLY #n`, then a line `DONE`
 //! when the last user input holds `SAY_DONE`, else `COMPLETED` when it holds
 //! `SAY_COMPLETED`, else the configured final line. While a rate limit is set it answers
-//! `429` as OpenAI's API does.
+//! `429` as OpenAI's API does; while a usage limit is set, the `429` a ChatGPT plan's limit
+//! gets (`usage_limit_reached` with `resets_at`, and the `x-codex-primary-*` headers).
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
@@ -61,6 +62,7 @@ struct Shared {
     final_line: Mutex<Option<String>>,
     usage: Mutex<(u64, u64, u64)>,
     rate_limited: AtomicBool,
+    usage_limit: Mutex<Option<i64>>,
     requests: AtomicUsize,
     bodies: Mutex<Vec<Value>>,
     stop: AtomicBool,
@@ -81,6 +83,7 @@ impl MockResponses {
             final_line: Mutex::new(None),
             usage: Mutex::new((1000, 200, 50)),
             rate_limited: AtomicBool::new(false),
+            usage_limit: Mutex::new(None),
             requests: AtomicUsize::new(0),
             bodies: Mutex::new(Vec::new()),
             stop: AtomicBool::new(false),
@@ -116,6 +119,11 @@ impl MockResponses {
     /// Refuses every request with a 429 while set.
     pub fn set_rate_limited(&self, on: bool) {
         self.shared.rate_limited.store(on, Ordering::SeqCst);
+    }
+    /// Refuses every request as a plan's usage limit that resets at `reset` (seconds since
+    /// the epoch) while set.
+    pub fn set_usage_limited(&self, reset: Option<i64>) {
+        *self.shared.usage_limit.lock().expect("usage limit") = reset;
     }
     /// Requests answered so far (title requests included).
     pub fn requests(&self) -> usize {
@@ -154,6 +162,22 @@ fn handle(conn: TcpStream, s: &Shared) -> std::io::Result<()> {
     let req: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let n = s.requests.fetch_add(1, Ordering::SeqCst) + 1;
     s.bodies.lock().expect("bodies").push(req.clone());
+    if let Some(reset) = *s.usage_limit.lock().expect("usage limit") {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let b = json!({"error": {"type": "usage_limit_reached", "message": "The usage limit has been reached",
+            "plan_type": "plus", "resets_at": reset, "resets_in_seconds": reset - now}})
+        .to_string();
+        write!(
+            w,
+            "HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nx-codex-primary-used-percent: 100\r\nx-codex-primary-window-minutes: 300\r\nx-codex-primary-reset-at: {reset}\r\nx-codex-primary-reset-after-seconds: {}\r\nx-codex-secondary-used-percent: 40\r\nx-codex-secondary-window-minutes: 10080\r\nx-codex-secondary-reset-at: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{b}",
+            (reset - now).max(0),
+            reset + 86_400,
+            b.len()
+        )?;
+        return w.flush();
+    }
     if s.rate_limited.load(Ordering::SeqCst) {
         let b = json!({"error": {"message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded"}}).to_string();
         write!(
@@ -317,6 +341,25 @@ impl CodexEnv {
                     String::from_utf8_lossy(&out.stderr)
                 )
             })
+    }
+
+    /// The person goes on in thread `id`: `codex exec resume <id> --json "prompt"`.
+    pub fn resume(&self, id: &str, prompt: &str) {
+        let out = Command::new(codex_bin())
+            .args(["exec", "resume", id, "--json", "--skip-git-repo-check"])
+            .arg(prompt)
+            .envs(self.vars())
+            .env_remove("OPENAI_BASE_URL")
+            .current_dir(&self.proj)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run codex exec resume");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("turn.completed"),
+            "the person's turn: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     /// The rollout file of thread `id`.
