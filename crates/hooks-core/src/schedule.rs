@@ -290,17 +290,6 @@ impl Service {
         check_prompt(prompt)?;
         update.validate()?;
         let now = self.now();
-        let queued = self.scheduled_for(session).await?.len();
-        let times = schedule.due_times(now);
-        if queued + times.len() > MAX_QUEUED_PER_SESSION {
-            return Err(ValidationError::new(
-                "session",
-                format!(
-                    "has {queued} follow-ups at a time queued; at most {MAX_QUEUED_PER_SESSION} may wait at once (`hooks-app pending drop` takes one out)"
-                ),
-            )
-            .into());
-        }
         let kind = if schedule.interval().is_some() {
             "every"
         } else {
@@ -314,8 +303,9 @@ impl Service {
     }
 
     /// [`Self::schedule`] with its hooks named from `base` (and a prompt file of that name,
-    /// `-2`, … when taken), once the rules are checked. With `exact`, a hook name another
-    /// took first queues nothing and is `None`.
+    /// `-2`, … when taken), once the prompt and the update are checked; the one place the
+    /// per-conversation cap ([`MAX_QUEUED_PER_SESSION`]) is held, so `send` keeps it too.
+    /// With `exact`, a hook name another took first queues nothing and is `None`.
     async fn schedule_as(
         &self,
         session: &SessionId,
@@ -326,6 +316,16 @@ impl Service {
     ) -> Result<Option<Scheduled>, ServiceError> {
         let now = self.now();
         let times = schedule.due_times(now);
+        let queued = self.scheduled_for(session).await?.len();
+        if queued + times.len() > MAX_QUEUED_PER_SESSION {
+            return Err(ValidationError::new(
+                "session",
+                format!(
+                    "has {queued} follow-ups at a time queued; at most {MAX_QUEUED_PER_SESSION} may wait at once (`hooks-app pending drop` takes one out)"
+                ),
+            )
+            .into());
+        }
         if *update != SessionUpdate::default() {
             self.ports.meta.remember(session, update).await?;
         }
@@ -476,7 +476,9 @@ impl Service {
             .filter(|p| p.session_id == *session && scheduled.contains(&p.hook_id))
             .cloned()
             .collect();
-        out.sort_by_key(|p| p.became_due().to_string());
+        // By the instant (a due time's text sorts wrongly across offsets); one due as soon
+        // as possible first.
+        out.sort_by_key(|p| p.became_due().time());
         Ok(out)
     }
 
@@ -824,6 +826,18 @@ mod tests {
             .await
             .unwrap_err();
         assert!(e.to_string().contains("at most 100"), "{e}");
+        // A send is a follow-up at a time too: it keeps the cap, keyed or not, and leaves
+        // nothing behind when refused.
+        let hooks = w.store.snapshot().await.unwrap().hooks.len();
+        for key in [None, Some("k1")] {
+            let e = w
+                .service
+                .send(&s1(), &in_work(), key, "one more")
+                .await
+                .unwrap_err();
+            assert!(e.to_string().contains("at most 100"), "{e}");
+        }
+        assert_eq!(w.store.snapshot().await.unwrap().hooks.len(), hooks);
         let mut spec = HookSpec::new(
             "mine",
             PromptFile::parse(".claude/agents/hooks/p.md").unwrap(),
