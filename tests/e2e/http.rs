@@ -427,12 +427,12 @@ fn oversized_and_slow_requests_are_refused() {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s.write_all(format!("GET /api/v1/hooks HTTP/1.1\r\nHost: {}\r\n", d.addr).as_bytes())
         .unwrap();
-    let t = std::time::Instant::now();
     let mut buf = Vec::new();
-    let _ = s.read_to_end(&mut buf);
+    // The server cuts it (the end of the stream), before this side's own 20 s timeout
+    // would (an error).
     assert!(
-        t.elapsed() < Duration::from_secs(10),
-        "cut off after the read timeout"
+        s.read_to_end(&mut buf).is_ok(),
+        "cut off by the server's read timeout"
     );
     // A body that stops short: 408, and nothing changed.
     let mut s = TcpStream::connect(d.addr).unwrap();
