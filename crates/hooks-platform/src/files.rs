@@ -287,7 +287,6 @@ impl LinesFromEnd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::{Duration, Instant};
 
     fn mkfifo(p: &Path) {
         let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
@@ -300,9 +299,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let fifo = d.path().join("transcript.jsonl");
         mkfifo(&fifo);
-        let t = Instant::now();
+        // Opened as a file it would block until a writer came: the test would hang.
         let e = read_regular(&fifo, ReadLimit::bytes(1024)).unwrap_err();
-        assert!(t.elapsed() < Duration::from_secs(1), "no writer, no wait");
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
         assert!(e.to_string().contains("a FIFO"), "{e}");
 
