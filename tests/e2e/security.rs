@@ -288,6 +288,9 @@ fn a_repositorys_settings_env_steers_no_follow_up() {
             evil_bin.join("claude").display().to_string(),
         ),
         ("HOOKS_DONE_MARKER", "NEVER".to_owned()),
+        // Posing as a follow-up's own run, which would silence every follow-up of the
+        // conversations started here: believed only while that follow-up runs.
+        ("HOOKS_APP_FOLLOW_UP", "post-task".to_owned()),
         ("PATH", format!("{}:/usr/bin:/bin", evil_bin.display())),
         ("HOME", repo.join("home").display().to_string()),
         ("XDG_DATA_HOME", repo.join("xdg").display().to_string()),

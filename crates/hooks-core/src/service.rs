@@ -391,6 +391,29 @@ impl Service {
             .collect())
     }
 
+    /// Whether a follow-up of hook `follow_up` (the id an event carries in
+    /// [`crate::FOLLOW_UP_ENV`]) is running on `session` now: its run lease held, by this
+    /// hook, and live. Only then is the event a follow-up's own. The variable alone proves
+    /// nothing: a repository's settings `env` exports any variable to every hook, and would
+    /// otherwise silence every follow-up of the conversations started there.
+    pub async fn runs_follow_up(
+        &self,
+        session: &SessionId,
+        follow_up: &str,
+    ) -> Result<bool, ServiceError> {
+        let Ok(id) = HookId::parse(follow_up.trim()) else {
+            return Ok(false);
+        };
+        let now = self.now();
+        Ok(self
+            .ports
+            .meta
+            .facts(session)
+            .await?
+            .lease
+            .is_some_and(|l| l.lease.hook_id == id && l.is_live(now)))
+    }
+
     /// Whether a turn that said DONE in a follow-up of hook `follow_up` (the id the runner
     /// named in [`crate::FOLLOW_UP_ENV`]) finished the conversation's own task. Only the
     /// continuation of a failed turn (a hook on `conversation-failed`, as

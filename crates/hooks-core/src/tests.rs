@@ -3593,3 +3593,34 @@ fn a_follow_up_goes_into_the_open_conversation_only_as_it_is_and_where_there_is_
     assert_eq!(arrival(true, Some(&open)), Arrival::IntoOpen);
     assert_eq!(arrival(false, Some(&open)), Arrival::AfterClose);
 }
+
+/// An event naming a follow-up is that follow-up's own only while it runs on the session:
+/// the variable alone (a repository's settings can export it) proves nothing.
+#[tokio::test]
+async fn an_event_is_a_follow_ups_own_only_while_that_follow_up_runs() {
+    let w = world();
+    let s = sid("s1");
+    assert!(!w.service.runs_follow_up(&s, "post-task").await.unwrap());
+    w.meta.put_lease(&s, lease("post-task", "other"));
+    assert!(w.service.runs_follow_up(&s, "post-task").await.unwrap());
+    assert!(
+        !w.service
+            .runs_follow_up(&s, "continue-after-limit")
+            .await
+            .unwrap(),
+        "another hook's name"
+    );
+    assert!(!w.service.runs_follow_up(&s, "no such/id").await.unwrap());
+    assert!(
+        !w.service
+            .runs_follow_up(&sid("s2"), "post-task")
+            .await
+            .unwrap(),
+        "another session"
+    );
+    w.meta.owner_gone("other");
+    assert!(
+        !w.service.runs_follow_up(&s, "post-task").await.unwrap(),
+        "a run whose process is gone"
+    );
+}

@@ -176,13 +176,19 @@ pub async fn events(
         // A follow-up's own event: this app started that run. Only the Stop of a failed
         // turn's continuation counts, as the conversation's own (see
         // `Service::done_is_the_task_s`).
-        let ignored = match follow_up {
-            None => false,
-            Some(id) => {
+        // The guard is believed only while that follow-up runs on the session (a
+        // repository's settings `env` can set the variable it comes from).
+        let session = m
+            .get("session_id")
+            .and_then(Value::as_str)
+            .and_then(|sid| SessionId::parse(sid).ok());
+        let ignored = match (follow_up, session) {
+            (Some(id), Some(session)) if s.svc.runs_follow_up(&session, id).await? => {
                 on_end
                     || m.get("hook_event_name").and_then(Value::as_str) != Some("Stop")
                     || !s.svc.done_is_the_task_s(id).await?
             }
+            _ => false,
         };
         if ignored {
             Vec::new()

@@ -49,15 +49,17 @@ impl Backend for Recording {
 pub struct App {
     pub backend: Arc<Recording>,
     pub state: Arc<HttpState>,
+    pub meta: Arc<InMemoryMeta>,
 }
 
 /// A server over the in-memory service with its two seeded hooks, behind the token.
 pub async fn app() -> App {
     let now = time::OffsetDateTime::from_unix_timestamp(1_796_000_000).unwrap();
     let store = InMemoryStore::seeded(now);
+    let meta = InMemoryMeta::new();
     let ports = Ports {
         store: store.clone(),
-        meta: InMemoryMeta::new(),
+        meta: meta.clone(),
         runner: ScriptedRunner::ok(),
         prompts: StaticPrompts::with(".claude/agents/hooks/post-task.md", "Tidy up."),
         clock: ManualClock::new(now),
@@ -72,7 +74,11 @@ pub async fn app() -> App {
         metrics: Arc::new(Metrics::default()),
     };
     let state = Arc::new(HttpState::new(svc, store, backend.clone(), config));
-    App { backend, state }
+    App {
+        backend,
+        state,
+        meta,
+    }
 }
 
 impl App {
@@ -170,27 +176,43 @@ async fn the_api_drives_the_service_it_is_given_and_hands_hook_inputs_to_the_bac
         "{reports}"
     );
 
-    // Claude Code's hook input goes to the backend as it came; a follow-up's own does not.
+    // Claude Code's hook input goes to the backend as it came; a follow-up's own does not,
+    // and a guard no running follow-up bears out (a repository's settings can set the
+    // variable it comes from) is no guard.
     let input = r#"{"hook_event_name":"Stop","session_id":"s-3"}"#;
     let (status, _) = app
         .json("POST", "/api/v1/events?on=session-end", input)
         .await;
     assert_eq!(status, StatusCode::OK);
-    let r = app
-        .send(
-            "POST",
-            "/api/v1/events",
-            input,
-            &[
-                ("authorization", &format!("Bearer {TOKEN}")),
-                ("x-hooks-app-follow-up", "1"),
-            ],
-        )
-        .await;
-    assert_eq!(r.status(), StatusCode::OK);
+    let bearer = format!("Bearer {TOKEN}");
+    let guard = [
+        ("authorization", bearer.as_str()),
+        ("x-hooks-app-follow-up", "post-task"),
+    ];
+    let guarded = || app.send("POST", "/api/v1/events", input, &guard);
+    assert_eq!(guarded().await.status(), StatusCode::OK);
+    let now = time::OffsetDateTime::from_unix_timestamp(1_796_000_000).unwrap();
+    app.meta.put_lease(
+        &hooks_core::SessionId::parse("s-3").unwrap(),
+        hooks_core::live::RunLease {
+            run_id: "me#1".into(),
+            hook_id: hooks_core::HookId::parse("post-task").unwrap(),
+            owner: "me".into(),
+            host: "h".into(),
+            owner_process: None,
+            child: None,
+            started_at: now,
+            expires_at: now + time::Duration::minutes(1),
+        },
+    );
+    assert_eq!(guarded().await.status(), StatusCode::OK);
     assert_eq!(
         *app.backend.inputs.lock().unwrap(),
-        [(input.to_owned(), true, false)]
+        [
+            (input.to_owned(), true, false),
+            (input.to_owned(), false, false)
+        ],
+        "the unfounded guard's input went on; the running follow-up's did not"
     );
 
     // A field the API does not know is refused by name, and nothing changes.

@@ -313,19 +313,14 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
         .take(MAX_INPUT + 1)
         .read_to_end(&mut buf)
         .map_err(|e| AppError::runtime(format!("could not read stdin: {e}")))?;
-    // A follow-up's own Stop or SessionEnd: the app started that run (the variable names
-    // its hook).
+    // A follow-up's own Stop or SessionEnd names its hook in the variable; believed below
+    // only while that follow-up runs on the session.
     let follow_up = std::env::var(crate::compose::FOLLOW_UP_ENV)
         .ok()
         .filter(|v| !v.is_empty());
     let Some(plan) = plan(ctx, &buf, on, "stdin", false)? else {
         return Ok(());
     };
-    if follow_up.is_some()
-        && (plan.event.event != Event::ConversationDone || plan.closed || !plan.queue)
-    {
-        return Ok(());
-    }
     let (service, _) = ctx.service(
         // It queues and wakes, never runs: the claude runner stands in, whatever runs the
         // follow-ups, so a webhook's settings can never fail the hook.
@@ -343,9 +338,15 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| AppError::runtime(format!("could not start the runtime: {e}")))?;
-    // Only the continuation of a failed turn finishes the conversation's own task.
+    // The app started that run: its events change nothing, but the DONE of a failed
+    // turn's continuation, which finishes the conversation's own task. A variable no
+    // running follow-up bears out (a repository's settings set it) is ignored.
     if let Some(id) = &follow_up
-        && !rt.block_on(service.done_is_the_task_s(id))?
+        && rt.block_on(service.runs_follow_up(&plan.event.session, id))?
+        && (plan.event.event != Event::ConversationDone
+            || plan.closed
+            || !plan.queue
+            || !rt.block_on(service.done_is_the_task_s(id))?)
     {
         return Ok(());
     }
