@@ -554,9 +554,23 @@ fn lengths_of_time_take_the_same_forms_everywhere() {
         2,
         "delaySeconds: must be",
     );
-    // `pause --for` takes a bare number of seconds too.
-    app.ok(&["pause", "--for", "90"]);
+    // `pause --for` takes a bare number of seconds too. Run where `$USER` is not set (a
+    // service, a cron job), the pause still names the account, not "someone".
+    let o = app
+        .cmd(&["pause", "--for", "90"])
+        .env_remove("USER")
+        .env_remove("LOGNAME")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
     let p = app.json(&["status"])["pause"].clone();
+    let me = hooks_platform::account::name_of(hooks_platform::account::uid());
+    assert!(
+        p["by"]
+            .as_str()
+            .is_some_and(|by| by.starts_with(&format!("{me}@"))),
+        "{p}"
+    );
     let (since, until) = (
         hooks_core::stamp::parse(p["since"].as_str().unwrap()).unwrap(),
         hooks_core::stamp::parse(p["until"].as_str().unwrap()).unwrap(),

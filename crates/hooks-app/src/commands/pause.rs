@@ -8,13 +8,14 @@ use crate::compose::{block_on, service};
 use crate::output::print_json;
 use crate::{AppResult, Context};
 
-/// Who is pausing: the user and this host, for whoever wonders why nothing runs.
+/// Who is pausing: the user (by the user database, not `$USER`, which a service or a
+/// cron job may not set) and this host, for whoever wonders why nothing runs.
 fn who() -> String {
-    let user = std::env::var("USER")
-        .or_else(|_| std::env::var("LOGNAME"))
-        .unwrap_or_else(|_| "someone".into());
-    let host = hooks_platform::process::hostname().unwrap_or_else(|| "this host".into());
-    format!("{user}@{host}")
+    let user = hooks_platform::account::name_of(hooks_platform::account::uid());
+    match hooks_platform::process::hostname() {
+        Some(host) => format!("{user}@{host}"),
+        None => user,
+    }
 }
 
 pub fn pause(ctx: &Context, span: Option<&str>, json: bool) -> AppResult {
