@@ -228,7 +228,7 @@ fn the_agent_schedules_its_own_follow_up_through_the_mcp_server() {
         v2["result"]
             .as_str()
             .unwrap_or_default()
-            .contains("allows 10 at once"),
+            .contains("10 at once are allowed"),
         "{v2}"
     );
     let v3 = run(

@@ -27,6 +27,27 @@ pub const MAX_QUEUED_PER_SESSION: usize = 100;
 /// How far ahead a follow-up may be asked for.
 pub const MAX_AHEAD: Duration = Duration::days(365);
 
+/// What one conversation may hold of follow-ups at a time, on top of what every schedule
+/// keeps: the store's own cap by default, or the person's tighter limits on what an agent
+/// schedules for itself (`hooks-app mcp`). Checked where they are queued, in the same look
+/// at the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most queued at once in one conversation (at most [`MAX_QUEUED_PER_SESSION`]).
+    pub max_queued: usize,
+    /// How far ahead the last occurrence may be (at most [`MAX_AHEAD`]).
+    pub max_ahead: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_queued: MAX_QUEUED_PER_SESSION,
+            max_ahead: MAX_AHEAD,
+        }
+    }
+}
+
 /// The shortest interval of a series.
 pub const MIN_EVERY: Duration = Duration::minutes(1);
 
@@ -273,6 +294,16 @@ fn base_name(kind: &str, now: Timestamp) -> String {
     )
 }
 
+/// `7d`, `12h`, `90m`, `45s`: the largest unit that divides it.
+fn span_text(d: Duration) -> String {
+    match d.whole_seconds() {
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
 impl Service {
     /// Queues `prompt` into `session` as `schedule` says: remembers what `update` says of
     /// the conversation (its folder, its transcript), writes the prompt once (through the
@@ -287,6 +318,21 @@ impl Service {
         schedule: &Schedule,
         prompt: &str,
     ) -> Result<Scheduled, ServiceError> {
+        self.schedule_within(session, update, schedule, prompt, &Limits::default())
+            .await
+    }
+
+    /// [`Self::schedule`] within `limits` (never beyond the defaults): more than
+    /// `max_queued` queued is refused naming `times`, an occurrence past `max_ahead`
+    /// naming `after`.
+    pub async fn schedule_within(
+        &self,
+        session: &SessionId,
+        update: &SessionUpdate,
+        schedule: &Schedule,
+        prompt: &str,
+        limits: &Limits,
+    ) -> Result<Scheduled, ServiceError> {
         check_prompt(prompt)?;
         update.validate()?;
         let now = self.now();
@@ -297,7 +343,7 @@ impl Service {
         };
         let base = base_name(kind, now);
         let done = self
-            .schedule_as(session, update, schedule, prompt, (&base, false))
+            .schedule_as(session, update, schedule, prompt, (&base, false), limits)
             .await?;
         done.ok_or_else(|| ValidationError::new("id", "internal: a free name was taken").into())
     }
@@ -313,15 +359,28 @@ impl Service {
         schedule: &Schedule,
         prompt: &str,
         (base, exact): (&str, bool),
+        limits: &Limits,
     ) -> Result<Option<Scheduled>, ServiceError> {
         let now = self.now();
         let times = schedule.due_times(now);
-        let queued = self.scheduled_for(session).await?.len();
-        if queued + times.len() > MAX_QUEUED_PER_SESSION {
+        let max_ahead = limits.max_ahead.min(MAX_AHEAD);
+        if times.last().is_some_and(|last| *last - now > max_ahead) {
             return Err(ValidationError::new(
-                "session",
+                "after",
                 format!(
-                    "has {queued} follow-ups at a time queued; at most {MAX_QUEUED_PER_SESSION} may wait at once (`hooks-app pending drop` takes one out)"
+                    "follow-ups may be asked for up to {} ahead",
+                    span_text(max_ahead)
+                ),
+            )
+            .into());
+        }
+        let max_queued = limits.max_queued.min(MAX_QUEUED_PER_SESSION);
+        let queued = self.scheduled_for(session).await?.len();
+        if queued + times.len() > max_queued {
+            return Err(ValidationError::new(
+                "times",
+                format!(
+                    "this conversation has {queued} follow-ups at a time queued, and {max_queued} at once are allowed (cancelling one, or `hooks-app pending drop`, takes one out)"
                 ),
             )
             .into());
@@ -394,7 +453,14 @@ impl Service {
         let Some(key) = key else {
             let base = base_name("send", self.now());
             let done = self
-                .schedule_as(session, update, &once, prompt, (&base, false))
+                .schedule_as(
+                    session,
+                    update,
+                    &once,
+                    prompt,
+                    (&base, false),
+                    &Limits::default(),
+                )
                 .await?;
             return done.map(Sent::Queued).ok_or_else(|| {
                 ValidationError::new("id", "internal: a free name was taken").into()
@@ -418,7 +484,14 @@ impl Service {
             return Ok(sent);
         }
         match self
-            .schedule_as(session, update, &once, prompt, (id.as_str(), true))
+            .schedule_as(
+                session,
+                update,
+                &once,
+                prompt,
+                (id.as_str(), true),
+                &Limits::default(),
+            )
             .await?
         {
             Some(done) => Ok(Sent::Queued(done)),
@@ -594,6 +667,10 @@ mod tests {
 
     fn s1() -> SessionId {
         SessionId::parse("s1").unwrap()
+    }
+
+    fn s2() -> SessionId {
+        SessionId::parse("s2").unwrap()
     }
 
     fn in_work() -> SessionUpdate {
@@ -825,7 +902,7 @@ mod tests {
             )
             .await
             .unwrap_err();
-        assert!(e.to_string().contains("at most 100"), "{e}");
+        assert!(e.to_string().contains("100 at once are allowed"), "{e}");
         // A send is a follow-up at a time too: it keeps the cap, keyed or not, and leaves
         // nothing behind when refused.
         let hooks = w.store.snapshot().await.unwrap().hooks.len();
@@ -835,7 +912,7 @@ mod tests {
                 .send(&s1(), &in_work(), key, "one more")
                 .await
                 .unwrap_err();
-            assert!(e.to_string().contains("at most 100"), "{e}");
+            assert!(e.to_string().contains("100 at once are allowed"), "{e}");
         }
         assert_eq!(w.store.snapshot().await.unwrap().hooks.len(), hooks);
         let mut spec = HookSpec::new(
@@ -852,6 +929,38 @@ mod tests {
         };
         let post_task = HookId::parse("post-task").unwrap();
         assert!(w.service.update_hook(&post_task, &patch).await.is_err());
+    }
+
+    /// The person's tighter limits (an agent's own scheduling) are held where the
+    /// follow-ups are queued, each refusal naming its field, nothing queued.
+    #[tokio::test]
+    async fn a_schedule_within_limits_keeps_them() {
+        let w = world();
+        let limits = Limits {
+            max_queued: 2,
+            max_ahead: Duration::hours(1),
+        };
+        let in_ = |m| Schedule::once(Duration::minutes(m)).unwrap();
+        for m in [10, 20] {
+            w.service
+                .schedule_within(&s1(), &in_work(), &in_(m), "check", &limits)
+                .await
+                .unwrap();
+        }
+        let e = w
+            .service
+            .schedule_within(&s1(), &in_work(), &in_(30), "check", &limits)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("times: "), "{e}");
+        let e = w
+            .service
+            .schedule_within(&s2(), &in_work(), &in_(61), "check", &limits)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("up to 1h ahead"), "{e}");
+        assert!(w.service.scheduled_for(&s2()).await.unwrap().is_empty());
+        assert_eq!(w.service.scheduled_for(&s1()).await.unwrap().len(), 2);
     }
 
     #[tokio::test]

@@ -20,10 +20,9 @@ pub const CANCELLED: &str = "cancelled by the agent";
 /// the server's command line (which `install --mcp` writes), never the agent's.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// The most follow-ups at a time it may have queued at once.
-    pub max_queued: usize,
-    /// How far ahead the last may be.
-    pub max_ahead: Duration,
+    /// How many it may have queued at once, and how far ahead: held by the core where
+    /// they are queued.
+    pub queue: hooks_core::schedule::Limits,
     /// The most each may cost.
     pub max_cost: CostCap,
 }
@@ -31,8 +30,10 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Self {
-            max_queued: 10,
-            max_ahead: Duration::days(7),
+            queue: hooks_core::schedule::Limits {
+                max_queued: 10,
+                max_ahead: Duration::days(7),
+            },
             max_cost: CostCap::NONE,
         }
     }
@@ -77,17 +78,6 @@ impl Backend {
     }
 }
 
-/// `7d`, `12h`, `90m`, `45s`: the largest unit that divides it.
-fn roughly(d: Duration) -> String {
-    let s = d.whole_seconds();
-    match s {
-        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
-        s if s % 3600 == 0 => format!("{}h", s / 3600),
-        s if s % 60 == 0 => format!("{}m", s / 60),
-        s => format!("{s}s"),
-    }
-}
-
 fn rule(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
@@ -106,25 +96,9 @@ impl hooks_mcp::Backend for Backend {
         let schedule = Schedule::parse(&ask, now)
             .map_err(rule)?
             .max_cost(self.limits.max_cost);
-        if let Some(last) = schedule.due_times(now).last()
-            && *last - now > self.limits.max_ahead
-        {
-            return Err(format!(
-                "after: the person allows follow-ups up to {} ahead",
-                roughly(self.limits.max_ahead)
-            ));
-        }
-        let queued = self.svc.scheduled_for(session).await.map_err(rule)?.len();
-        let adding = schedule.due_times(now).len();
-        if queued + adding > self.limits.max_queued {
-            return Err(format!(
-                "times: this conversation has {queued} follow-ups queued and the person allows {} at once (cancel_follow_up takes one out)",
-                self.limits.max_queued
-            ));
-        }
         let done = self
             .svc
-            .schedule(session, update, &schedule, &a.prompt)
+            .schedule_within(session, update, &schedule, &a.prompt, &self.limits.queue)
             .await
             .map_err(rule)?;
         // Run by an agent: the daemon starts only with the environment `install` kept.

@@ -131,8 +131,10 @@ pub fn mcp(
     hooks_runtime::mcp::serve(
         ctx,
         hooks_runtime::mcp::Limits {
-            max_queued,
-            max_ahead,
+            queue: hooks_core::schedule::Limits {
+                max_queued,
+                max_ahead,
+            },
             max_cost,
         },
     )
