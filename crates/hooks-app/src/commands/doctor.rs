@@ -27,6 +27,69 @@ impl Check {
 
 pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
     let mut checks = Vec::new();
+    data_folder(ctx, &mut checks)?;
+
+    runner(ctx, &mut checks)?;
+
+    hooks(ctx, &mut checks)?;
+
+    let snapshot = store(ctx, &mut checks)?;
+
+    prices(ctx, &mut checks, &snapshot)?;
+
+    project_prompts(ctx, &mut checks, &snapshot)?;
+
+    daemon(ctx, &mut checks, &snapshot)?;
+
+    let problems = checks.iter().filter(|c| !c.ok).count();
+    if as_json {
+        print_json(&Value::Array(
+            checks
+                .iter()
+                .map(|c| json!({"check": c.name, "ok": c.ok, "warning": c.is_warning(), "detail": c.detail, "fix": c.fix}))
+                .collect(),
+        ));
+    } else {
+        for c in &checks {
+            crate::say!(
+                "{} {:<18} {}",
+                match (c.ok, c.is_warning()) {
+                    (true, false) => "ok  ",
+                    (true, true) => "warn",
+                    (false, _) => "FAIL",
+                },
+                c.name,
+                c.detail
+            );
+            if let Some(f) = &c.fix {
+                crate::say!("     {:<18} fix: {f}", "");
+            }
+        }
+        crate::say!(
+            "{}",
+            if problems == 0 {
+                match checks.iter().filter(|c| c.is_warning()).count() {
+                    0 => "all good".to_owned(),
+                    1 => "all good, 1 warning".to_owned(),
+                    n => format!("all good, {n} warnings"),
+                }
+            } else {
+                format!(
+                    "{problems} problem{} found",
+                    if problems == 1 { "" } else { "s" }
+                )
+            }
+        );
+    }
+    Ok(if problems == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Whether the data folder is the user's own and private.
+fn data_folder(ctx: &Context, checks: &mut Vec<Check>) -> AppResult {
     let data = ctx.data_dir.display().to_string();
     let loose = crate::fsutil::loose_dirs(&ctx.data_dir);
     if let Some(why) = crate::fsutil::foreign_owner(&ctx.data_dir, false) {
@@ -62,7 +125,11 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             }
         });
     }
+    Ok(())
+}
 
+/// Whether the runner the options name can run.
+fn runner(ctx: &Context, checks: &mut Vec<Check>) -> AppResult {
     if let crate::compose::RunnerChoice::Webhook {
         url, token_file, ..
     } = &ctx.runner
@@ -122,7 +189,11 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             },
         });
     }
+    Ok(())
+}
 
+/// Whether the hooks are installed where each agent reads them, trusted, and reachable.
+fn hooks(ctx: &Context, checks: &mut Vec<Check>) -> AppResult {
     let installed = install::installed_in(ctx);
     checks.push(if installed.is_empty() {
         Check {
@@ -254,7 +325,15 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             });
         }
     }
+    Ok(())
+}
 
+/// Whether the data folder takes writes, the store reads, and the failure entry is there.
+fn store(
+    ctx: &Context,
+    checks: &mut Vec<Check>,
+) -> AppResult<Result<hooks_core::ports::Snapshot, String>> {
+    let data = ctx.data_dir.display().to_string();
     // Probe without changing anything: in the folder if it exists, else in the nearest
     // parent that does (where `init` would create it).
     let probe_dir = ctx
@@ -353,7 +432,15 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             });
         }
     }
+    Ok(snapshot)
+}
 
+/// Whether the prices read, and every capped hook's model has one.
+fn prices(
+    ctx: &Context,
+    checks: &mut Vec<Check>,
+    snapshot: &Result<hooks_core::ports::Snapshot, String>,
+) -> AppResult {
     // Prices: a bad prices.json stops every capped hook, so it is a problem, not a warning.
     let prices_path = ctx.data_dir.join(crate::prices::PRICES_FILE);
     let prices = crate::prices::load(&ctx.data_dir);
@@ -412,7 +499,15 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             }
         }
     }
+    Ok(())
+}
 
+/// The prompt files this project brings, and whether they are approved.
+fn project_prompts(
+    ctx: &Context,
+    checks: &mut Vec<Check>,
+    snapshot: &Result<hooks_core::ports::Snapshot, String>,
+) -> AppResult {
     // Prompt files this project brings: used only once approved.
     let canon = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     if canon(&ctx.here) != canon(&ctx.workspace) {
@@ -487,7 +582,15 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
             });
         }
     }
+    Ok(())
+}
 
+/// Whether a daemon will take what is due, and with which environment.
+fn daemon(
+    ctx: &Context,
+    checks: &mut Vec<Check>,
+    snapshot: &Result<hooks_core::ports::Snapshot, String>,
+) -> AppResult {
     let running = daemon_running(&ctx.data_dir);
     let daemon_cfg = crate::daemon::ondemand::DaemonConfig::read(&ctx.data_dir);
     let mode = daemon_cfg.mode;
@@ -565,52 +668,7 @@ pub fn doctor(ctx: &Context, as_json: bool) -> AppResult<ExitCode> {
                 .then(|| "hooks-app install (from your own shell)".into()),
         });
     }
-
-    let problems = checks.iter().filter(|c| !c.ok).count();
-    if as_json {
-        print_json(&Value::Array(
-            checks
-                .iter()
-                .map(|c| json!({"check": c.name, "ok": c.ok, "warning": c.is_warning(), "detail": c.detail, "fix": c.fix}))
-                .collect(),
-        ));
-    } else {
-        for c in &checks {
-            crate::say!(
-                "{} {:<18} {}",
-                match (c.ok, c.is_warning()) {
-                    (true, false) => "ok  ",
-                    (true, true) => "warn",
-                    (false, _) => "FAIL",
-                },
-                c.name,
-                c.detail
-            );
-            if let Some(f) = &c.fix {
-                crate::say!("     {:<18} fix: {f}", "");
-            }
-        }
-        crate::say!(
-            "{}",
-            if problems == 0 {
-                match checks.iter().filter(|c| c.is_warning()).count() {
-                    0 => "all good".to_owned(),
-                    1 => "all good, 1 warning".to_owned(),
-                    n => format!("all good, {n} warnings"),
-                }
-            } else {
-                format!(
-                    "{problems} problem{} found",
-                    if problems == 1 { "" } else { "s" }
-                )
-            }
-        );
-    }
-    Ok(if problems == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(())
 }
 
 /// Whether the codex program runs, and its version.
