@@ -367,6 +367,16 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     let Some(hook) = i.hook.filter(|h| h.enabled) else {
         return FireDecision::Drop;
     };
+    held(&i, hook, now)
+        .or_else(|| where_open(&i, now))
+        .or_else(|| not_ready(&i, hook, now))
+        .or_else(|| spend(&i, hook, now))
+        .or_else(|| last_checks(&i, now))
+        .unwrap_or(FireDecision::Fire)
+}
+
+/// A follow-up running on the session, a stamp already set, or found too late.
+fn held(i: &FireInput<'_>, hook: &Hook, now: Timestamp) -> Option<FireDecision> {
     let running = match &i.facts.lease {
         Some(l) => Some(format!(
             "a follow-up is running on this session ({}, run by {})",
@@ -376,10 +386,10 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         None => None,
     };
     if let Some(reason) = running {
-        return FireDecision::Wait {
+        return Some(FireDecision::Wait {
             due_at: now + i.policy.retry_delay,
             waiting: Waiting::new(WaitKind::Running, reason, now),
-        };
+        });
     }
     if let Some(at) = i.facts.state.stamps.get(&hook.id) {
         // The run that set the stamp is on the hook already (a runner that lost its claim
@@ -391,11 +401,11 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         let new_failure = queued_after && i.entry.error.is_some();
         if !new_failure {
             if !queued_after && hook.history.entries().iter().any(|e| e.session == session) {
-                return FireDecision::Drop;
+                return Some(FireDecision::Drop);
             }
-            return FireDecision::Finish(Status::skipped(
+            return Some(FireDecision::Finish(Status::skipped(
                 SkipReason::AlreadyRan { at: *at }.to_string(),
-            ));
+            )));
         }
     }
     // Found long after it was due (the machine slept, no daemon ran): a stale follow-up is
@@ -405,12 +415,17 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         && i.entry.retries == 0
         && now - due > limit
     {
-        return FireDecision::Finish(Status::skipped(format!(
+        return Some(FireDecision::Finish(Status::skipped(format!(
             "{} late (maxLatenessSeconds {})",
             crate::live::format_late(now - due),
             hook.max_lateness.seconds()
-        )));
+        ))));
     }
+    None
+}
+
+/// Where the conversation is open or still being written to: when it waits, and for what.
+fn where_open(i: &FireInput<'_>, now: Timestamp) -> Option<FireDecision> {
     // Open with a way in: idle, it is delivered there (below, after the other rules);
     // busy, it is looked at again in a moment, so it arrives as soon as the person's turn
     // ends, never in the middle of it.
@@ -428,7 +443,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::OwnContinue, now);
         let until = since + i.policy.own_continue_wait;
         if now < until {
-            return FireDecision::Wait {
+            return Some(FireDecision::Wait {
                 due_at: until,
                 waiting: Waiting::new(
                     WaitKind::OwnContinue,
@@ -439,13 +454,13 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
                     ),
                     since,
                 ),
-            };
+            });
         }
     }
     if let Some(open) = deliverable
         && !open.is_idle()
     {
-        return FireDecision::Wait {
+        return Some(FireDecision::Wait {
             due_at: now + OPEN_BUSY_LOOK,
             waiting: Waiting::new(
                 WaitKind::Turn,
@@ -455,7 +470,7 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
                 ),
                 Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Turn, now),
             ),
-        };
+        });
     }
     if let Some(open) = i.facts.open.as_ref().filter(|_| deliverable.is_none()) {
         // The wait counts from when it was first found open: an entry found late (the
@@ -466,10 +481,10 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         };
         let limit = i.policy.open_wait;
         if now - since >= limit {
-            return FireDecision::Finish(Status::skipped(format!(
+            return Some(FireDecision::Finish(Status::skipped(format!(
                 "conversation still open after {}",
                 crate::live::format_span(limit)
-            )));
+            ))));
         }
         // An open TUI at a limit's reset continues the conversation itself (a
         // subscription's `autoContinueAtUsageLimit`): hooks-app does nothing meanwhile,
@@ -484,10 +499,10 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         } else {
             format!("conversation open in {}, {open}", open.agent)
         };
-        return FireDecision::Wait {
+        return Some(FireDecision::Wait {
             due_at: since + limit,
             waiting: Waiting::new(WaitKind::Open, reason, since),
-        };
+        });
     }
     // Still being written to: look again the moment it will have been quiet long enough
     // (Claude Code writes the transcript just after its SessionEnd hook), not at the next
@@ -501,14 +516,14 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     {
         let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Quiet, now);
         if now - since >= i.policy.open_wait {
-            return FireDecision::Finish(Status::skipped(format!(
+            return Some(FireDecision::Finish(Status::skipped(format!(
                 "conversation still being written to after {}",
                 crate::live::format_span(i.policy.open_wait)
-            )));
+            ))));
         }
         // A second more: a store may keep due times to the second.
         let due_at = changed + i.policy.quiet_period + time::Duration::seconds(1);
-        return FireDecision::Wait {
+        return Some(FireDecision::Wait {
             due_at,
             waiting: Waiting::new(
                 WaitKind::Quiet,
@@ -518,8 +533,13 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
                 ),
                 since,
             ),
-        };
+        });
     }
+    None
+}
+
+/// The conversation's own facts and the hook's rules: not ready yet, gone on, or not for this hook.
+fn not_ready(i: &FireInput<'_>, hook: &Hook, now: Timestamp) -> Option<FireDecision> {
     let not_ready = match &i.facts.transcript {
         None => Some(NotReady::TranscriptNotFound),
         Some(_) => None,
@@ -527,13 +547,13 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     if let Some(why) = not_ready {
         let retries = i.entry.retries;
         if retries >= i.policy.max_retries {
-            return FireDecision::Finish(why.give_up(retries));
+            return Some(FireDecision::Finish(why.give_up(retries)));
         }
-        return FireDecision::Retry {
+        return Some(FireDecision::Retry {
             due_at: now + i.policy.retry_delay,
             retries: retries + 1,
             why,
-        };
+        });
     }
     // A failure is followed up only while it is the conversation's last word: a turn
     // answered since (the person's, Claude Code's own continue, another follow-up) means
@@ -542,39 +562,48 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
         && let (Some(t), Some(failed)) = (&i.facts.transcript, i.entry.queued_at)
         && t.went_on_after(failed)
     {
-        return FireDecision::Finish(Status::skipped(WENT_ON));
+        return Some(FireDecision::Finish(Status::skipped(WENT_ON)));
     }
     // A follow-up runs with the user's credentials, and an agent started in a folder loads
     // that folder's own settings and hooks: never in a folder another user owns.
     if let (Some(owner), Some(cwd)) = (&i.facts.folder_owner, i.facts.cwd()) {
-        return FireDecision::Finish(Status::skipped(format!(
+        return Some(FireDecision::Finish(Status::skipped(format!(
             "the conversation's folder {cwd} belongs to user {owner}, not to you: a follow-up never runs in another user's folder"
-        )));
+        ))));
     }
     if hook.skip_subagents && i.facts.is_subagent() {
-        return FireDecision::Finish(Status::skipped(SkipReason::Subagent.to_string()));
+        return Some(FireDecision::Finish(Status::skipped(
+            SkipReason::Subagent.to_string(),
+        )));
     }
     if hook.skip_cron && i.facts.origin() == Origin::Cron {
-        return FireDecision::Finish(Status::skipped(SkipReason::CronSession.to_string()));
+        return Some(FireDecision::Finish(Status::skipped(
+            SkipReason::CronSession.to_string(),
+        )));
     }
     if let (Some(cap), Some(tokens)) = (
         hook.max_context.tokens(),
         i.facts.transcript.as_ref().and_then(|t| t.context_tokens),
     ) && tokens > cap
     {
-        return FireDecision::Finish(Status::skipped(format!(
+        return Some(FireDecision::Finish(Status::skipped(format!(
             "context {}k over the {}k cap",
             in_k(tokens),
             hook.max_context.k()
-        )));
+        ))));
     }
     if let Some(e) = i.prompt_error {
-        return FireDecision::Finish(if e.is_skip() {
+        return Some(FireDecision::Finish(if e.is_skip() {
             Status::skipped(e.to_string())
         } else {
             Status::error(e.to_string())
-        });
+        }));
     }
+    None
+}
+
+/// What it would cost, against the hook's cap and the day's budget.
+fn spend(i: &FireInput<'_>, hook: &Hook, now: Timestamp) -> Option<FireDecision> {
     let cost = i.cost.unwrap_or(&CostView::NoModel);
     // A cap or a budget needs an estimate. With no model known yet (a conversation whose
     // first turn failed, no model in the prompt file or the settings), it is tried again
@@ -582,26 +611,26 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
     if matches!(cost, CostView::NoModel) && (hook.max_cost.usd().is_some() || i.budget.is_some()) {
         let retries = i.entry.retries;
         if retries >= i.policy.max_retries {
-            return FireDecision::Finish(NotReady::NoModel.give_up(retries));
+            return Some(FireDecision::Finish(NotReady::NoModel.give_up(retries)));
         }
-        return FireDecision::Retry {
+        return Some(FireDecision::Retry {
             due_at: now + i.policy.retry_delay,
             retries: retries + 1,
             why: NotReady::NoModel,
-        };
+        });
     }
     if let Some(why) = cost::over_cap(hook.max_cost, cost) {
-        return FireDecision::Finish(Status::skipped(why));
+        return Some(FireDecision::Finish(Status::skipped(why)));
     }
     if let Some(b) = i.budget
         && let Some(why) = cost::over_budget(b, cost)
     {
         // Waiting a day gives a follow-up without a price no price.
         if b.when_reached == WhenReached::Skip || !matches!(cost, CostView::Estimated(_)) {
-            return FireDecision::Finish(Status::skipped(why));
+            return Some(FireDecision::Finish(Status::skipped(why)));
         }
         let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Budget, now);
-        return FireDecision::Wait {
+        return Some(FireDecision::Wait {
             due_at: b.today.end,
             waiting: Waiting::new(
                 WaitKind::Budget,
@@ -612,19 +641,26 @@ pub fn decide_fire(i: FireInput<'_>) -> FireDecision {
                 ),
                 since,
             ),
-        };
+        });
     }
+    None
+}
+
+/// A folder to run in, and no pause.
+fn last_checks(i: &FireInput<'_>, now: Timestamp) -> Option<FireDecision> {
     if i.facts.cwd().is_none() {
-        return FireDecision::Finish(Status::error("the session's working directory is unknown"));
+        return Some(FireDecision::Finish(Status::error(
+            "the session's working directory is unknown",
+        )));
     }
     // Paused: it would run now, so it waits, using up no retry, until the pause ends (or
     // an hour, to look again; unpausing wakes it at once).
     if let Some(p) = i.paused.filter(|p| p.holds(now)) {
         let since = Waiting::since_as(i.entry.waiting.as_ref(), WaitKind::Paused, now);
-        return FireDecision::Wait {
+        return Some(FireDecision::Wait {
             due_at: p.until.unwrap_or(now + Duration::hours(1)),
             waiting: Waiting::new(WaitKind::Paused, p.reason(), since),
-        };
+        });
     }
-    FireDecision::Fire
+    None
 }
