@@ -343,24 +343,33 @@ fn a_tui_exited_before_the_delay_is_followed_up_at_the_delay_and_quiet_period() 
     assert!(!log.contains("put back"), "{log}");
 }
 
-/// A conversation in the TUI stopped by a rate limit: `continue-after-limit` is queued by
-/// Claude Code's `StopFailure`, waits while the person still has the conversation open, and
-/// carries it on once they exit, in the same conversation.
-#[test]
-fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
+/// A user with `continue-after-limit` on (its delay 1 s: an API key's limit states no
+/// reset, so the wait is the delay), a daemon with the quiet period 1 s and `serve_args`,
+/// the API refusing with a limit, and a TUI whose first turn it refused.
+fn limited_in_a_tui(serve_args: &[&str]) -> (App, std::process::Child, Tui) {
     let app = App::real();
     app.env.set_var("CLAUDE_CODE_MAX_RETRIES", "0");
     app.ok(&["init"]);
     app.ok(&["install", "--scope", "user", "--daemon", "none"]);
     app.ok(&["hooks", "enable", "continue-after-limit"]);
-    // An API key's limit states no reset: the wait is the hook's delay.
     app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
-    let serve = app.spawn(&["serve", "--quiet-period", "1", "--deliver", "closed"]);
+    let mut args = vec!["serve", "--quiet-period", "1"];
+    args.extend_from_slice(serve_args);
+    let serve = app.spawn(&args);
     app.api.set_limit(Some(hooks_testkit::Limit::RateLimited {
         reset: time::OffsetDateTime::now_utc().unix_timestamp() + 3600,
     }));
     let tui = Tui::start(&app.env, &app.proj);
     tui.type_line("build the feature SAY_DONE");
+    (app, serve, tui)
+}
+
+/// A conversation in the TUI stopped by a rate limit: `continue-after-limit` is queued by
+/// Claude Code's `StopFailure`, waits while the person still has the conversation open, and
+/// carries it on once they exit, in the same conversation.
+#[test]
+fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
+    let (app, serve, tui) = limited_in_a_tui(&["--deliver", "closed"]);
     assert!(
         wait_until(60, || waiting_reason(&app)
             .is_some_and(|r| r.starts_with("conversation open in claude"))),
@@ -407,18 +416,7 @@ fn a_tui_conversation_stopped_by_a_limit_is_continued_after_the_person_exits() {
 /// it waits for the close and is resumed once.
 #[test]
 fn a_tui_left_at_a_limit_whose_own_continue_never_came_gets_the_continuation_once() {
-    let app = App::real();
-    app.env.set_var("CLAUDE_CODE_MAX_RETRIES", "0");
-    app.ok(&["init"]);
-    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
-    app.ok(&["hooks", "enable", "continue-after-limit"]);
-    app.ok(&["hooks", "update", "continue-after-limit", "--delay", "1"]);
-    let serve = app.spawn(&["serve", "--quiet-period", "1", "--own-continue-wait", "5"]);
-    app.api.set_limit(Some(hooks_testkit::Limit::RateLimited {
-        reset: time::OffsetDateTime::now_utc().unix_timestamp() + 3600,
-    }));
-    let tui = Tui::start(&app.env, &app.proj);
-    tui.type_line("build the feature SAY_DONE");
+    let (app, serve, tui) = limited_in_a_tui(&["--own-continue-wait", "5"]);
     let has_inbox = has_inbox();
     let first_wait = if has_inbox {
         hooks_core::decide::OWN_CONTINUE_WAIT

@@ -3316,12 +3316,9 @@ async fn a_delivery_handed_over_and_declined_is_never_resumed() {
     );
 }
 
-/// A usage limit's continuation, due while the conversation is open in a TUI with a way
-/// in: first it leaves Claude Code its own continue (`own_continue_wait` from when it was
-/// found due); then, the conversation still ending in the failure, it is delivered into
-/// the open TUI, once.
-#[tokio::test]
-async fn a_limits_continuation_waits_for_the_agents_own_then_goes_into_the_open_tui() {
+/// A conversation whose turn a limit refused, still open in a TUI with a way in and idle,
+/// and `continue-after-limit` queued for it by the failure.
+async fn limited_in_an_open_tui() -> (World, SessionId) {
     let w = limit_world().await;
     w.runner.set_delivers(true);
     let s = sid("s1");
@@ -3341,6 +3338,16 @@ async fn a_limits_continuation_waits_for_the_agents_own_then_goes_into_the_open_
         ))
         .await
         .unwrap();
+    (w, s)
+}
+
+/// A usage limit's continuation, due while the conversation is open in a TUI with a way
+/// in: first it leaves Claude Code its own continue (`own_continue_wait` from when it was
+/// found due); then, the conversation still ending in the failure, it is delivered into
+/// the open TUI, once.
+#[tokio::test]
+async fn a_limits_continuation_waits_for_the_agents_own_then_goes_into_the_open_tui() {
+    let (w, _) = limited_in_an_open_tui().await;
     w.clock.advance(Duration::hours(1));
     let fired = fire_all(&w).await;
     let FireAction::Waiting { waiting, due_at } = &fired[0].action else {
@@ -3371,25 +3378,7 @@ async fn a_limits_continuation_waits_for_the_agents_own_then_goes_into_the_open_
 /// wait: the continuation is skipped, never a second "carry on".
 #[tokio::test]
 async fn a_limits_continuation_is_never_delivered_after_the_agents_own() {
-    let w = limit_world().await;
-    w.runner.set_delivers(true);
-    let s = sid("s1");
-    w.meta.set_transcript(
-        &s,
-        TranscriptFacts {
-            ends_in_error: true,
-            ..transcript(100, Some(1), false)
-        },
-    );
-    w.meta.set_open(&s, Some(tui_with_inbox("idle")));
-    w.service
-        .notify(&failed_event(
-            "s1",
-            FailureKind::RateLimit,
-            "API Error: Request rejected (429)",
-        ))
-        .await
-        .unwrap();
+    let (w, s) = limited_in_an_open_tui().await;
     w.clock.advance(Duration::hours(1));
     fire_all(&w).await;
     // The auto-continuation's reply, after the failure.

@@ -319,16 +319,10 @@ impl CodexEnv {
     }
 
     fn exec_conversation(&self, prompt: &str, extra: &[&str]) -> String {
-        let out = Command::new(codex_bin())
-            .args(["exec", "--json", "--skip-git-repo-check"])
-            .args(extra)
-            .arg(prompt)
-            .envs(self.vars())
-            .env_remove("OPENAI_BASE_URL")
-            .current_dir(&self.proj)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run codex exec");
+        let mut args = vec!["exec", "--json", "--skip-git-repo-check"];
+        args.extend_from_slice(extra);
+        args.push(prompt);
+        let out = self.exec(&args).output().expect("run codex exec");
         let stdout = String::from_utf8_lossy(&out.stdout);
         stdout
             .lines()
@@ -343,15 +337,29 @@ impl CodexEnv {
             })
     }
 
-    /// The person goes on in thread `id`: `codex exec resume <id> --json "prompt"`.
-    pub fn resume(&self, id: &str, prompt: &str) {
-        let out = Command::new(codex_bin())
-            .args(["exec", "resume", id, "--json", "--skip-git-repo-check"])
-            .arg(prompt)
+    /// `codex ARGS` in the project folder with this home's variables, stdin closed (as
+    /// `codex exec` needs).
+    fn exec(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(codex_bin());
+        c.args(args)
             .envs(self.vars())
             .env_remove("OPENAI_BASE_URL")
             .current_dir(&self.proj)
-            .stdin(std::process::Stdio::null())
+            .stdin(std::process::Stdio::null());
+        c
+    }
+
+    /// The person goes on in thread `id`: `codex exec resume <id> --json "prompt"`.
+    pub fn resume(&self, id: &str, prompt: &str) {
+        let out = self
+            .exec(&[
+                "exec",
+                "resume",
+                id,
+                "--json",
+                "--skip-git-repo-check",
+                prompt,
+            ])
             .output()
             .expect("run codex exec resume");
         assert!(
