@@ -66,7 +66,8 @@ struct Mutant {
 }
 
 const QUEUE: &str = "crates/hooks-core/src/queue.rs";
-const MODEL: &str = "crates/hooks-core/src/model.rs";
+const MODEL_QUEUE: &str = "crates/hooks-core/src/model/queue.rs";
+const MODEL_HOOK: &str = "crates/hooks-core/src/model/hook.rs";
 const MEMORY: &str = "crates/hooks-core/src/testing.rs";
 const JSON: &str = "crates/hooks-store-json/src/lib.rs";
 const JSON_DTO: &str = "crates/hooks-store-json/src/dto.rs";
@@ -168,7 +169,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant {
         what: "a claim that never lapses",
         suite: Suite::InMemory,
-        file: MODEL,
+        file: MODEL_QUEUE,
         from: "self.claim.as_ref().is_some_and(|c| c.expires_at > now)",
         to: "self.claim.as_ref().is_some_and(|c| c.expires_at > now || true)",
     },
@@ -357,7 +358,7 @@ const MUTANTS: &[Mutant] = &[
     Mutant {
         what: "a patch's skipSubagents not applied",
         suite: Suite::InMemory,
-        file: MODEL,
+        file: MODEL_HOOK,
         from: "hook.skip_subagents = v;",
         to: "let _ = v;",
     },
