@@ -219,7 +219,12 @@ fn chip(status: Option<&Status>) -> Markup {
     }
 }
 
+/// A length of time from now, as "in 3m 20s" or "3m 20s ago"; this very second is "now",
+/// so a run that started a moment ago never reads as one still to come.
 fn span(secs: i64) -> String {
+    if secs == 0 {
+        return "now".to_owned();
+    }
     let a = secs.abs();
     let t = if a >= 86_400 {
         format!("{}d {}h", a / 86_400, a % 86_400 / 3600)
@@ -617,6 +622,13 @@ fn run_row(r: &RunRecord, now: stamp::Timestamp, agent: Option<&str>) -> Markup 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_reads_as_past_future_or_now() {
+        assert_eq!(span(-200), "3m 20s ago");
+        assert_eq!(span(90_000), "in 1d 1h");
+        assert_eq!(span(0), "now");
+    }
 
     #[test]
     fn plurals_agree() {
