@@ -925,7 +925,8 @@ fn the_real_claude_http_hook_queues_through_the_daemon_once() {
         !metrics.contains("already_ran"),
         "the guard, not the stamp, stopped the second: {metrics}"
     );
-    assert_eq!(app.runs().len(), 1);
+    let runs = app.runs();
+    assert_eq!(runs.len(), 1, "{runs:#?}\n{log}");
     assert!(app.pending().is_empty());
 }
 

@@ -83,10 +83,13 @@ fn from_file(path: &Path, session: &SessionId) -> Option<OpenSession> {
     }
     let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     let kind = text("kind");
-    // Only an interactive session's inbox, and only a socket of this user's: a socket
-    // another local user put at that path would be handed the follow-up's prompt.
+    // Only a TUI's inbox, and only a socket of this user's: a socket another local user
+    // put at that path would be handed the follow-up's prompt. A `claude -p` run's file
+    // says `interactive` too, with an inbox, but `entrypoint: sdk-cli` (2.1.332): nobody
+    // reads what arrives there, and the inbox goes as the run ends.
     let inbox = text("messagingSocketPath")
         .filter(|_| kind.as_deref() == Some("interactive"))
+        .filter(|_| text("entrypoint").as_deref() != Some("sdk-cli"))
         .filter(|p| is_own_socket(Path::new(p)));
     Some({
         let mut o = OpenSession::new("claude", pid);

@@ -267,9 +267,12 @@ async fn the_run_lease_is_a_test_and_set_with_the_stamp_and_judged_by_its_proces
     }
 }
 
-/// Claude Code 2.1.332's inbox is offered only for an interactive session, and only when
-/// the path its file names is a socket of this user's: a regular file (or another user's
-/// socket) there would be handed the follow-up's prompt.
+/// Claude Code 2.1.332's inbox is offered only for a TUI session, and only when the path
+/// its file names is a socket of this user's: a regular file (or another user's socket)
+/// there would be handed the follow-up's prompt. A `claude -p` run's file (measured on
+/// 2.1.332: `"kind": "interactive"`, `"entrypoint": "sdk-cli"`, an inbox, `idle` as its
+/// turn ends) is no TUI: no person reads what arrives there, and its inbox is gone as it
+/// exits.
 #[test]
 fn an_open_sessions_inbox_is_its_own_socket_and_nothing_else() {
     let d = tempfile::tempdir().unwrap();
@@ -281,17 +284,18 @@ fn an_open_sessions_inbox_is_its_own_socket_and_nothing_else() {
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     let plain = d.path().join("plain");
     fs::write(&plain, "").unwrap();
-    let file = |kind: &str, path: &Path| {
+    let file_from = |kind: &str, entrypoint: &str, path: &Path| {
         write(
             &home,
             "7.json",
             &format!(
-                "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{start}\", \"kind\": \"{kind}\", \"status\": \"idle\", \"messagingSocketPath\": \"{}\"}}",
+                "{{\"pid\": {}, \"sessionId\": \"{s}\", \"procStart\": \"{start}\", \"kind\": \"{kind}\", \"entrypoint\": \"{entrypoint}\", \"status\": \"idle\", \"messagingSocketPath\": \"{}\"}}",
                 me.pid,
                 path.display()
             ),
         )
     };
+    let file = |kind: &str, path: &Path| file_from(kind, "cli", path);
     file("interactive", &sock);
     assert_eq!(
         open_session(&home, &s).and_then(|o| o.inbox),
@@ -312,6 +316,9 @@ fn an_open_sessions_inbox_is_its_own_socket_and_nothing_else() {
     file("sdk-cli", &sock);
     let o = open_session(&home, &s).expect("still open");
     assert_eq!(o.inbox, None, "not an interactive session");
+    file_from("interactive", "sdk-cli", &sock);
+    let o = open_session(&home, &s).expect("a headless run holds it open");
+    assert_eq!(o.inbox, None, "a claude -p run is no TUI");
     // A person who refuses messages from other sessions: no way in (it would be dropped
     // unseen); one who holds them for approval is asked.
     file("interactive", &sock);
