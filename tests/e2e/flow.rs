@@ -478,3 +478,70 @@ fn a_hook_can_keep_its_follow_ups_out_of_an_open_conversation() {
     assert!(made.contains("changelog"), "{made}");
     assert_eq!(app.hook("changelog").get("deliver"), None);
 }
+
+/// A hook set to follow up each task (`--repeat each-task`), with the real `claude`: each
+/// DONE of a turn the person asked for in one conversation is followed up, resumed in that
+/// same conversation; the follow-ups' own turns (which say DONE here) queue nothing. The
+/// hook that runs once says so to the second DONE, and names the setting.
+#[test]
+fn a_hook_set_to_follow_up_each_task_follows_up_every_task_of_one_conversation() {
+    let app = App::real();
+    app.ok(&["init"]);
+    app.ok(&["install", "--scope", "user", "--daemon", "none"]);
+    app.post_task_at_once();
+    app.ok(&["hooks", "update", "post-task", "--repeat", "each-task"]);
+    assert_eq!(app.hook("post-task")["repeat"], "each-task");
+    // The follow-up says DONE too: were its turn taken for a task, it would never end.
+    app.api.set_final_line(Some("DONE"));
+    let sid = app.claude_session("build the feature SAY_DONE");
+    for task in 1..=2usize {
+        assert_eq!(
+            app.queued(),
+            [("post-task".to_owned(), sid.clone())],
+            "task {task}"
+        );
+        app.ok(&["tick", "--quiet-period", "0"]);
+        let ok = app.runs().iter().filter(|r| r["status"] == "ok").count();
+        assert_eq!(ok, task, "one follow-up per task: {:?}", app.runs());
+        assert!(
+            app.pending().is_empty(),
+            "its own DONE queued nothing: {:?}",
+            app.pending()
+        );
+        if task == 1 {
+            // The person's next task, in the same conversation.
+            let v = app.env.run(
+                &app.proj,
+                &["--resume", &sid, "--", "and now the docs SAY_DONE"],
+            );
+            assert_eq!(v.0, 0, "{v:?}");
+        }
+    }
+    let runs = app.runs();
+    assert!(
+        runs.iter().all(|r| r["sessionId"] == sid.as_str()),
+        "{runs:?}"
+    );
+    // Set back to once: the next DONE is told it ran, and how to have every task.
+    app.ok(&["hooks", "update", "post-task", "--repeat", "once"]);
+    let said = app.ok(&[
+        "notify",
+        "--session",
+        &sid,
+        "--transcript",
+        app.env.transcript(&sid).unwrap().to_str().unwrap(),
+    ]);
+    assert!(said.contains("already ran"), "{said}");
+    let bad = app.run(&["hooks", "update", "post-task", "--repeat", "twice"]);
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("repeat") && err.contains("once or each-task"),
+        "{err}"
+    );
+    assert_eq!(
+        app.hook("post-task")["repeat"],
+        serde_json::Value::Null,
+        "unchanged: once"
+    );
+}

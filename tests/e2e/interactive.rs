@@ -573,6 +573,18 @@ fn a_follow_up_due_while_the_tui_is_open_and_idle_arrives_in_it() {
         let late = (started - due).whole_milliseconds();
         eprintln!("delivered {late} ms after it was due");
         assert!(started >= due, "never before it was due: {r}");
+        // The turn that answered it is the follow-up's, as the real transcript shows: a
+        // DONE said for it would queue nothing, even for a hook that follows up each task.
+        app.ok(&["hooks", "update", "post-task", "--repeat", "each-task"]);
+        let t = app.env.transcript(&sid).expect("the transcript");
+        let o = app.ok(&[
+            "notify",
+            "--session",
+            &sid,
+            "--transcript",
+            t.to_str().unwrap(),
+        ]);
+        assert!(o.contains("a follow-up's own turn"), "{o}");
         tui.type_line("/exit");
         assert!(wait_until(30, || !tui.alive()), "{}", tui.screen());
         app.ok(&["tick", "--quiet-period", "0"]);

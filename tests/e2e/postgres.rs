@@ -295,6 +295,7 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
          ALTER TABLE runs DROP COLUMN delivered; ALTER TABLE hooks DROP COLUMN deliver; \
          ALTER TABLE hooks DROP COLUMN agent; ALTER TABLE pending DROP COLUMN waiting_kind; \
          ALTER TABLE pending DROP COLUMN attempts; ALTER TABLE pending DROP COLUMN not_taken; \
+         ALTER TABLE hooks DROP COLUMN repeat; \
          DELETE FROM hooks WHERE id = 'continue-after-limit'; \
          DELETE FROM hooks_app_schema WHERE version >= 2;",
     );
@@ -311,7 +312,7 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
     );
     let out = app.ok(&["store", "migrate"]);
     assert!(
-        out.contains("applied migrations 2, 3, 4, 5, 6, 7, 8"),
+        out.contains("applied migrations 2, 3, 4, 5, 6, 7, 8, 9"),
         "{out}"
     );
     assert_eq!(
@@ -325,6 +326,8 @@ fn store_migrate_applies_the_schema_once_and_a_bad_store_url_is_named() {
     sql("DELETE FROM pending;");
     // It gets the second seed, off.
     assert_eq!(app.hook("continue-after-limit")["enabled"], false);
+    // A hook of before follows a conversation up once, as it did.
+    assert_eq!(app.hook("post-task")["repeat"], Value::Null);
     assert_eq!(
         app.json(&["pause", "--for", "1m"])["paused"],
         true,

@@ -9,7 +9,7 @@ use time::Duration;
 
 use crate::cost::{self, BudgetView, CostView, WhenReached};
 use crate::live::{RunLease, WaitKind, Waiting};
-use crate::model::{Hook, HookRules, Origin, Pause, PendingEntry, SessionFacts, Status};
+use crate::model::{Hook, HookRules, Origin, Pause, PendingEntry, Repeat, SessionFacts, Status};
 use crate::stamp::{self, Timestamp};
 
 /// The knobs of the fire decision.
@@ -65,6 +65,9 @@ pub enum SkipReason {
     HookDeleted,
     /// A `conversation-failed` hook that does not follow up this kind of failure.
     NotItsError(crate::failure::FailureKind),
+    /// The turn that said DONE answered a follow-up this app delivered: its DONE is the
+    /// follow-up's own, not the person's task's.
+    FollowUpsTurn,
 }
 
 impl fmt::Display for SkipReason {
@@ -79,6 +82,7 @@ impl fmt::Display for SkipReason {
             SkipReason::AlreadyPending => f.write_str("already pending"),
             SkipReason::HookDeleted => f.write_str("hook deleted"),
             SkipReason::NotItsError(k) => write!(f, "not one of its errors ({k})"),
+            SkipReason::FollowUpsTurn => f.write_str("a follow-up's own turn"),
         }
     }
 }
@@ -110,24 +114,31 @@ pub struct EnqueueInput<'a> {
     pub already_pending: bool,
     /// The failure, for a `conversation-failed` event.
     pub failure: Option<&'a crate::failure::Failure>,
+    /// Whether the turn that ended answered a follow-up of this app
+    /// ([`crate::queue::EnqueueRequest::follow_up_turn`]).
+    pub follow_up_turn: bool,
     /// Now.
     pub now: Timestamp,
 }
 
-/// Queue or skip, in the order: disabled, not its error, loop guard, cron, subagent,
-/// already pending. The loop guard counts per failure for a failed conversation: each
-/// failure is followed up once (the entry pending for it dedupes repeats), so a limit hit
-/// again days later is followed up again.
+/// Queue or skip, in the order: disabled, not its error, a follow-up's own turn, loop
+/// guard, cron, subagent, already pending. The loop guard counts per failure for a failed
+/// conversation: each failure is followed up once (the entry pending for it dedupes
+/// repeats), so a limit hit again days later is followed up again. It counts per task for
+/// a hook that follows up each task ([`Repeat::EachTask`]): its stamp stops nothing here,
+/// and gives way when the new entry fires ([`stamp_gives_way`]).
 pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
     let skip = if !i.hook.enabled {
         Some(SkipReason::Disabled)
     } else if let Some(f) = i.failure.filter(|f| !i.hook.errors.contains(f.kind)) {
         Some(SkipReason::NotItsError(f.kind))
-    } else if let Some(at) = i.stamp.filter(|s| {
+    } else if i.follow_up_turn && i.failure.is_none() {
+        Some(SkipReason::FollowUpsTurn)
+    } else if let Some(at) = i.stamp.filter(|s| match i.failure {
         // A failure known by its time is the one already followed up when a follow-up ran
         // after it.
-        i.failure
-            .is_none_or(|f| f.at.is_some_and(|failed| failed <= *s))
+        Some(f) => f.at.is_some_and(|failed| failed <= *s),
+        None => i.hook.repeat == Repeat::Once,
     }) {
         Some(SkipReason::AlreadyRan { at })
     } else if i.hook.skip_cron && i.origin == Origin::Cron {
@@ -152,6 +163,15 @@ pub fn decide_enqueue(i: EnqueueInput<'_>) -> EnqueueDecision {
             due_at: ceil_to_second(i.now + i.hook.delay.duration()),
         },
     }
+}
+
+/// Whether the stamp `hook` left on the entry's session at `stamped` gives way to `entry`, so
+/// that it fires and stamps anew: an entry queued after the stamp for a new failure, or for
+/// a new task of a hook that follows up each one. Any other entry queued after it (`hooks
+/// run`) is told the hook ran already.
+pub fn stamp_gives_way(hook: &Hook, entry: &PendingEntry, stamped: Timestamp) -> bool {
+    entry.queued_at.is_some_and(|q| q > stamped)
+        && (entry.error.is_some() || hook.repeat == Repeat::EachTask)
 }
 
 /// Rounds up to a whole second: the store keeps seconds, and a follow-up must never be due
@@ -397,9 +417,9 @@ fn held(i: &FireInput<'_>, hook: &Hook, now: Timestamp) -> Option<FireDecision> 
         // An entry queued after the stamp (`hooks run`) is a new request: it is told.
         let session = i.entry.session_id.as_str();
         let queued_after = i.entry.queued_at.is_some_and(|q| q > *at);
-        // A failure after the last follow-up is a new one: it is followed up in turn.
-        let new_failure = queued_after && i.entry.error.is_some();
-        if !new_failure {
+        // A failure after the last follow-up is a new one, as is a new task of a hook that
+        // follows up each: it is followed up in turn.
+        if !stamp_gives_way(hook, i.entry, *at) {
             if !queued_after && hook.history.entries().iter().any(|e| e.session == session) {
                 return Some(FireDecision::Drop);
             }

@@ -88,6 +88,27 @@ impl fmt::Display for OpenSession {
     }
 }
 
+/// What a follow-up delivered into an open conversation says: a first line naming
+/// hooks-app and the hook (an agent shows it as a message from another session, with no
+/// sender), then the prompt. The transcript keeps it, and [`delivered_follow_up`] reads it
+/// back: a turn that answered it is the follow-up's, not the person's.
+pub fn delivered_message(hook_id: &str, prompt: &str) -> String {
+    format!(
+        "{DELIVERED_MARK}{hook_id}. Sent by hooks-app, not typed by you; `hooks-app pause` stops these.]\n\n{prompt}"
+    )
+}
+
+const DELIVERED_MARK: &str = "[hooks-app follow-up: ";
+
+/// The hook a prompt delivered by [`delivered_message`] names, when `prompt` is one (the
+/// agent may wrap it in words of its own).
+pub fn delivered_follow_up(prompt: &str) -> Option<&str> {
+    let at = prompt.find(DELIVERED_MARK)?;
+    let rest = &prompt[at + DELIVERED_MARK.len()..];
+    let id = &rest[..rest.find(". Sent by hooks-app")?];
+    (!id.is_empty() && id.len() <= 64).then_some(id)
+}
+
 /// The per-session run lease: while it is live, no other follow-up starts on the session.
 /// Taken together with the (hook, session) stamp, in one test-and-set.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -36,13 +36,18 @@ pub struct EnqueueRequest {
     pub agent: Option<String>,
     /// What failed, for a `conversation-failed` event.
     pub failure: Option<crate::failure::Failure>,
+    /// Whether the turn that ended answered a follow-up this app delivered into the open
+    /// conversation, and not a failed turn's continuation: its DONE is its own, and queues
+    /// nothing ([`crate::decide::SkipReason::FollowUpsTurn`]).
+    pub follow_up_turn: bool,
     /// Now.
     pub now: Timestamp,
 }
 
 impl EnqueueRequest {
     /// `event` in `session` at `now`: an interactive conversation, no stamps, not a
-    /// subagent's, no failure, no agent named ([`crate::DEFAULT_AGENT`]'s).
+    /// subagent's, no failure, no agent named ([`crate::DEFAULT_AGENT`]'s), a turn the
+    /// person asked for.
     pub fn new(session: SessionId, event: Event, now: Timestamp) -> Self {
         Self {
             session,
@@ -52,6 +57,7 @@ impl EnqueueRequest {
             subagent: false,
             agent: None,
             failure: None,
+            follow_up_turn: false,
             now,
         }
     }
@@ -81,6 +87,7 @@ pub fn plan_event(
             subagent: r.subagent,
             already_pending,
             failure: r.failure.as_ref(),
+            follow_up_turn: r.follow_up_turn,
             now: r.now,
         });
         if let EnqueueDecision::Queue { due_at } = d {

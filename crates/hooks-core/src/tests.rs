@@ -476,6 +476,7 @@ fn enqueue_decision_table() {
             origin,
             subagent,
             already_pending,
+            follow_up_turn: false,
             now,
         });
         assert_eq!(got, want, "{name}");
@@ -489,6 +490,7 @@ fn enqueue_decision_table() {
         origin: Origin::Interactive,
         subagent: false,
         already_pending: false,
+        follow_up_turn: false,
         now: now + Duration::milliseconds(1),
     };
     assert_eq!(
@@ -535,6 +537,7 @@ fn a_failure_told_again_after_its_follow_up_is_not_queued_again() {
             origin: Origin::Interactive,
             subagent: false,
             already_pending: false,
+            follow_up_turn: false,
             now,
         })
     };
@@ -556,6 +559,7 @@ fn transcript(changed_ago: i64, tokens: Option<u64>, subagent: bool) -> Transcri
         last_change: Some(t0() - Duration::seconds(changed_ago)),
         cwd: Some("/work".into()),
         last_assistant_text: None,
+        follow_up_of: None,
         model: None,
         last_reply_at: None,
         ends_in_error: false,
@@ -1084,6 +1088,118 @@ async fn follow_up_fires_once_and_never_queues_itself_again() {
     w.clock.advance(Duration::hours(1));
     assert!(fire_all(&w).await.is_empty());
     assert_eq!(w.runner.count(), 1, "never fired twice");
+}
+
+/// A hook that follows up each task ([`Repeat::EachTask`]): every DONE of a turn the person
+/// asked for is followed up, each after the one before has run, and the stamp moves on to
+/// the newest; a turn that answered a delivered follow-up of any hook but a failed turn's
+/// continuation queues nothing, and says why. A hook that runs once, beside it, is told
+/// it ran.
+#[tokio::test]
+async fn a_hook_that_follows_up_each_task_runs_once_per_task_and_never_for_its_own_turn() {
+    let w = world();
+    w.store
+        .update_hook(
+            &post_task_id(),
+            &HookPatch {
+                repeat: Some(Repeat::EachTask),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let once = w
+        .store
+        .create_hook(
+            HookSpec::new(
+                "Once",
+                PromptFile::parse(".claude/agents/hooks/post-task.md").unwrap(),
+            )
+            .unwrap(),
+            t0(),
+        )
+        .await
+        .unwrap();
+    let s = sid("s1");
+    let outcome = |r: &[NotifyReport], id: &HookId| {
+        r.iter()
+            .find(|r| &r.hook_id == id)
+            .map(|r| r.outcome.clone())
+            .unwrap()
+    };
+    for task in 1..=3u64 {
+        let r = w.service.notify(&done_event("s1")).await.unwrap();
+        assert!(
+            matches!(outcome(&r, &post_task_id()), NotifyOutcome::Queued { .. }),
+            "task {task}: {r:?}"
+        );
+        if task > 1 {
+            assert!(
+                matches!(
+                    outcome(&r, &once.id),
+                    NotifyOutcome::Skipped(SkipReason::AlreadyRan { .. })
+                ),
+                "the other hook runs once: {r:?}"
+            );
+        }
+        // A second DONE before it ran is the same follow-up.
+        let dup = w.service.notify(&done_event("s1")).await.unwrap();
+        assert_eq!(
+            outcome(&dup, &post_task_id()),
+            NotifyOutcome::Skipped(SkipReason::AlreadyPending)
+        );
+        w.meta.set_transcript(&s, transcript(0, Some(1000), false));
+        w.clock.advance(Duration::seconds(10));
+        // One follow-up at a time per conversation: the two hooks' entries fire in turn.
+        let mut fired = fire_all(&w).await;
+        fired.extend(fire_all(&w).await);
+        assert!(
+            fired
+                .iter()
+                .any(|f| f.key.hook_id == post_task_id() && matches!(f.action, FireAction::Ran(_))),
+            "task {task}: {fired:?}"
+        );
+        let ran = w
+            .store
+            .runs(&RunFilter::default())
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.hook_id == post_task_id() && r.outcome.status() == Status::Ok)
+            .count();
+        assert_eq!(ran as u64, task, "one follow-up per task");
+        let stamp = w.meta.state(&s).await.unwrap().stamps[&post_task_id()];
+        assert_eq!(stamp, w.clock.now(), "the stamp is the newest follow-up's");
+        w.clock.advance(Duration::minutes(1));
+    }
+    // The turn that answered a delivered post-task: its DONE is its own, for both hooks.
+    let mut delivered = transcript(0, Some(1000), false);
+    delivered.follow_up_of = Some("post-task".into());
+    w.meta.set_transcript(&s, delivered.clone());
+    let r = w.service.notify(&done_event("s1")).await.unwrap();
+    for id in [post_task_id(), once.id.clone()] {
+        assert_eq!(
+            outcome(&r, &id),
+            NotifyOutcome::Skipped(SkipReason::FollowUpsTurn),
+            "{r:?}"
+        );
+    }
+    // A failed turn's continuation carries the task on: its DONE is the task's.
+    let mut cont = w
+        .store
+        .get_hook(&crate::model::continue_after_limit_id())
+        .await
+        .unwrap()
+        .unwrap();
+    cont.enabled = true;
+    w.store.import_hook(&cont).await.unwrap();
+    delivered.follow_up_of = Some(cont.id.to_string());
+    w.meta.set_transcript(&s, delivered);
+    let r = w.service.notify(&done_event("s1")).await.unwrap();
+    assert!(
+        matches!(outcome(&r, &post_task_id()), NotifyOutcome::Queued { .. }),
+        "{r:?}"
+    );
 }
 
 #[tokio::test]
@@ -3607,9 +3723,28 @@ async fn an_event_is_a_follow_ups_own_only_while_that_follow_up_runs() {
             .unwrap(),
         "another session"
     );
+    // What the ways in ask: its own events change nothing, but the DONE of a failed
+    // turn's continuation, which is the task's.
+    let ignores = |id: Option<&'static str>, done: bool| {
+        let (svc, s) = (&w.service, s.clone());
+        async move { svc.ignores_follow_ups_event(&s, id, done).await.unwrap() }
+    };
+    assert!(ignores(Some("post-task"), true).await);
+    assert!(ignores(Some("post-task"), false).await);
+    assert!(!ignores(None, true).await, "a person's turn");
+    w.meta.put_lease(&s, lease("continue-after-limit", "other"));
+    assert!(
+        !ignores(Some("continue-after-limit"), true).await,
+        "a continuation's DONE"
+    );
+    assert!(ignores(Some("continue-after-limit"), false).await);
     w.meta.owner_gone("other");
     assert!(
         !w.service.runs_follow_up(&s, "post-task").await.unwrap(),
         "a run whose process is gone"
+    );
+    assert!(
+        !ignores(Some("continue-after-limit"), false).await,
+        "a variable no running follow-up bears out"
     );
 }

@@ -49,6 +49,7 @@ pub const HOOK_FIELDS: &[&str] = &[
     "maxLatenessSeconds",
     "deliver",
     "agent",
+    "repeat",
     "errors",
     "enabled",
     "skipCron",
@@ -126,6 +127,9 @@ pub fn patch_from(m: &Map<String, Value>) -> Result<HookPatch, ApiError> {
     if let Some(a) = text(m, "agent")? {
         p.agent = Some(AgentScope::parse(a)?);
     }
+    if let Some(r) = text(m, "repeat")? {
+        p.repeat = Some(Repeat::parse(r)?);
+    }
     if let Some(c) = number(m, "maxCostUsd")? {
         p.max_cost = Some(CostCap::parse(&c)?);
     }
@@ -173,22 +177,20 @@ pub async fn events(
     s.metrics.events.fetch_add(1, Ordering::Relaxed);
     let hook = *caller == Caller::Hook;
     let reports = if m.contains_key("hook_event_name") {
-        // A follow-up's own event: this app started that run. Only the Stop of a failed
-        // turn's continuation counts, as the conversation's own (see
-        // `Service::done_is_the_task_s`).
-        // The guard is believed only while that follow-up runs on the session (a
-        // repository's settings `env` can set the variable it comes from).
+        // A follow-up's own event changes nothing, as the command hook's
+        // (`Service::ignores_follow_ups_event`).
         let session = m
             .get("session_id")
             .and_then(Value::as_str)
             .and_then(|sid| SessionId::parse(sid).ok());
-        let ignored = match (follow_up, session) {
-            (Some(id), Some(session)) if s.svc.runs_follow_up(&session, id).await? => {
-                on_end
-                    || m.get("hook_event_name").and_then(Value::as_str) != Some("Stop")
-                    || !s.svc.done_is_the_task_s(id).await?
+        let done = !on_end && m.get("hook_event_name").and_then(Value::as_str) == Some("Stop");
+        let ignored = match session {
+            Some(session) => {
+                s.svc
+                    .ignores_follow_ups_event(&session, follow_up, done)
+                    .await?
             }
-            _ => false,
+            None => false,
         };
         if ignored {
             Vec::new()
@@ -253,5 +255,6 @@ pub fn skip_label(why: &hooks_core::decide::SkipReason) -> &'static str {
         R::AlreadyPending => "already_pending",
         R::HookDeleted => "hook_deleted",
         R::NotItsError(_) => "not_its_error",
+        R::FollowUpsTurn => "follow_up_turn",
     }
 }

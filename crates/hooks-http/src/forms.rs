@@ -102,6 +102,7 @@ pub async fn form(
                     "maxCostUsd" => CostCap::parse(v).map(|c| patch.max_cost = Some(c)),
                     "promptFile" => PromptFile::parse(v).map(|p| patch.prompt_file = Some(p)),
                     "deliver" => Delivery::parse(v).map(|d| patch.deliver = Some(d)),
+                    "repeat" => Repeat::parse(v).map(|r| patch.repeat = Some(r)),
                     "agent" => AgentScope::parse(v).map(|a| patch.agent = Some(a)),
                     _ => Ok(()),
                 };

@@ -463,6 +463,10 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
     } + &match &h.agent {
         AgentScope::All => String::new(),
         AgentScope::Only(a) => format!(", {a} conversations only"),
+    } + if h.repeat == Repeat::EachTask {
+        ", every task"
+    } else {
+        ""
     };
     let field = |name: &str, label: &str, value: String| -> Markup {
         maud::html! {
@@ -508,6 +512,20 @@ fn hook_rows(h: &Hook, csrf: &str, errs: &FieldErrors, given: &Value) -> Markup 
                                 }
                             }
                             (err("deliver"))
+                        }
+                        label {
+                            "follows up"
+                            select name="repeat" {
+                                @for r in Repeat::ALL {
+                                    option value=(r.as_str()) selected[r == h.repeat] {
+                                        @match r {
+                                            Repeat::Once => "a conversation once",
+                                            Repeat::EachTask => "every task of a conversation",
+                                        }
+                                    }
+                                }
+                            }
+                            (err("repeat"))
                         }
                         label {
                             "agent"

@@ -15,6 +15,9 @@
 //!   first conversation line's `isSidechain: true`;
 //! - the model of that last assistant message (`message.model`) and its line's `timestamp`;
 //! - whether the last assistant line is an API error written in place of a reply;
+//! - the hook whose delivered follow-up the last turn answered, when its prompt (the first
+//!   user line with words back from the last reply) is one
+//!   ([`hooks_core::live::delivered_follow_up`]);
 //! - the folder the conversation was started in (the `cwd` of the first line that has one,
 //!   read from the head: later lines follow the agent's `cd`s), and the file's last change.
 
@@ -30,6 +33,8 @@ use serde_json::Value;
 pub const CHUNK: usize = 64 * 1024;
 /// The most read from the end of one transcript.
 pub const MAX_SCAN_BYTES: u64 = 16 * 1024 * 1024;
+/// The most read from the end looking for the last turn's prompt.
+pub const PROMPT_SCAN_BYTES: u64 = 2 * 1024 * 1024;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -217,13 +222,23 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
     let mut texts_rev: Vec<String> = Vec::new();
     let mut text_done = false;
     let mut seen_assistant = false;
+    // The prompt of the turn that holds the last assistant message has been read.
+    let mut prompt_done = false;
     while let Some(raw) = lines.next_line()? {
-        if facts.context_tokens.is_some() && text_done {
+        // A turn of many tool calls is not read back to its prompt past this: it is then
+        // taken for the person's.
+        if text_done && MAX_SCAN_BYTES - lines.budget_left() > PROMPT_SCAN_BYTES {
+            prompt_done = true;
+        }
+        if facts.context_tokens.is_some() && text_done && prompt_done {
             break;
         }
-        // Cheap filter: only lines that can matter are parsed.
+        // Cheap filter: only lines that can matter are parsed. The tool results between a
+        // turn's prompt and its reply are many, and never its prompt.
         let maybe_assistant = contains(&raw, b"\"assistant\"");
-        let maybe_turn_start = last_msg.is_some() && !text_done && contains(&raw, b"\"user\"");
+        let maybe_turn_start = last_msg.is_some()
+            && (!text_done || (!prompt_done && !contains(&raw, b"\"tool_result\"")))
+            && contains(&raw, b"\"user\"");
         if !maybe_assistant && !maybe_turn_start {
             continue;
         }
@@ -234,6 +249,15 @@ pub fn read_facts_counted(path: &Path) -> std::io::Result<(TranscriptFacts, u64)
         if line.kind.as_deref() == Some("user") && last_msg.is_some() {
             // The turn that holds the last assistant message starts here: its text is whole.
             text_done = true;
+            // Its prompt is the first line back with words (a tool's result has none).
+            let texts = line.texts();
+            if !prompt_done && !texts.is_empty() {
+                prompt_done = true;
+                facts.follow_up_of = texts
+                    .iter()
+                    .find_map(|t| hooks_core::live::delivered_follow_up(t))
+                    .map(str::to_owned);
+            }
             continue;
         }
         if line.kind.as_deref() != Some("assistant") {

@@ -77,22 +77,13 @@ fn alive(pid: u32) -> bool {
     hooks_platform::process::process(pid).is_some_and(|p| p.alive)
 }
 
-/// What the open conversation is sent: a first line that says this is hooks-app's
-/// follow-up and which hook's (Claude Code shows it as a message from another session, and
-/// names no sender), then the prompt.
-pub fn message(hook_id: &str, prompt: &str) -> String {
-    format!(
-        "[hooks-app follow-up: {hook_id}. Sent by hooks-app, not typed by you; `hooks-app pause` stops these.]\n\n{prompt}"
-    )
-}
-
 fn deliver(run: &OpenRun) -> RunOutcome {
     let d = &run.delivery;
     let started = Instant::now();
     let from = std::fs::metadata(&d.transcript).map_or(0, |m| m.len());
     let line = serde_json::json!({
         "type": "user",
-        "message": {"role": "user", "content": message(&run.hook_id, &run.prompt)},
+        "message": {"role": "user", "content": hooks_core::live::delivered_message(&run.hook_id, &run.prompt)},
         "session_id": run.session_id,
         "priority": "next",
         "from": "hooks-app",

@@ -341,13 +341,12 @@ fn handle(ctx: &Context, on: Option<HookTrigger>, stdin: &mut impl Read) -> AppR
     // The app started that run: its events change nothing, but the DONE of a failed
     // turn's continuation, which finishes the conversation's own task. A variable no
     // running follow-up bears out (a repository's settings set it) is ignored.
-    if let Some(id) = &follow_up
-        && rt.block_on(service.runs_follow_up(&plan.event.session, id))?
-        && (plan.event.event != Event::ConversationDone
-            || plan.closed
-            || !plan.queue
-            || !rt.block_on(service.done_is_the_task_s(id))?)
-    {
+    let done = plan.event.event == Event::ConversationDone && !plan.closed && plan.queue;
+    if rt.block_on(service.ignores_follow_ups_event(
+        &plan.event.session,
+        follow_up.as_deref(),
+        done,
+    ))? {
         return Ok(());
     }
     let (reports, wanted) = rt.block_on(carry_out(&service, &plan))?;
@@ -440,6 +439,7 @@ pub fn heads_up(
     use hooks_core::service::NotifyOutcome;
     let mut queued = Vec::new();
     let mut came = Vec::new();
+    let mut own = false;
     for (i, r) in reports.iter().enumerate() {
         match &r.outcome {
             NotifyOutcome::Queued { due_at } => {
@@ -462,6 +462,7 @@ pub fn heads_up(
             NotifyOutcome::Skipped(SkipReason::AlreadyRan { .. }) => {
                 came.push(r.hook_id.to_string())
             }
+            NotifyOutcome::Skipped(SkipReason::FollowUpsTurn) => own = true,
             NotifyOutcome::Skipped(_) => {}
         }
     }
@@ -485,9 +486,13 @@ pub fn heads_up(
             .collect::<Vec<_>>()
             .join(", ");
         lines.push(format!(
-            "hooks-app followed this conversation up already with {} (once per conversation); {again} runs it again",
-            came.join(", ")
+            "hooks-app followed this conversation up already with {} (once per conversation); {again} runs it again, `hooks-app hooks update {} --repeat each-task` follows up every task",
+            came.join(", "),
+            came[0]
         ));
+    }
+    if own {
+        lines.push("this turn answered a hooks-app follow-up: its DONE queues no other".to_owned());
     }
     (!lines.is_empty()).then(|| lines.join("\n"))
 }

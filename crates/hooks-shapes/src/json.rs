@@ -34,6 +34,9 @@ pub fn hook(h: &Hook) -> Value {
     if h.agent != hooks_core::AgentScope::All {
         v.insert("agent".into(), json!(h.agent.as_str()));
     }
+    if h.repeat != hooks_core::Repeat::Once {
+        v.insert("repeat".into(), json!(h.repeat.as_str()));
+    }
     if h.event == hooks_core::Event::ConversationFailed {
         v.insert("errors".into(), json!(h.errors.names()));
     }

@@ -124,6 +124,9 @@ pub struct HookDto {
     /// This project's: the one agent whose conversations it follows up (absent: `all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// This project's: `each-task` follows up every task of a conversation (absent: `once`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<String>,
     #[serde(default)]
     pub created_at: Option<String>,
     #[serde(default)]
@@ -145,7 +148,7 @@ pub fn unknown_fields(raw: &RawValue, known: &[&str]) -> Map<String, Value> {
 }
 
 /// The fields of a hook this project knows.
-pub const HOOK_FIELDS: [&str; 19] = [
+pub const HOOK_FIELDS: [&str; 20] = [
     "id",
     "name",
     "event",
@@ -161,6 +164,7 @@ pub const HOOK_FIELDS: [&str; 19] = [
     "errors",
     "deliver",
     "agent",
+    "repeat",
     "createdAt",
     "lastStatus",
     "history",
@@ -310,6 +314,7 @@ impl HookDto {
             o.max_lateness = max_lateness;
             o.deliver = Delivery::parse(self.deliver.as_deref().unwrap_or(""))?;
             o.agent = AgentScope::parse(self.agent.as_deref().unwrap_or(""))?;
+            o.repeat = Repeat::parse(self.repeat.as_deref().unwrap_or(""))?;
             o.created_at = self.created_at.as_deref().and_then(stamp::parse);
             o.last_status = self.last_status.as_deref().map(Status::parse);
             o.history = history;
@@ -344,6 +349,8 @@ impl HookDto {
             .then(|| hook.deliver.as_str().to_owned());
         self.agent = (hook.agent != AgentScope::All || self.agent.is_some())
             .then(|| hook.agent.as_str().to_owned());
+        self.repeat = (hook.repeat != Repeat::Once || self.repeat.is_some())
+            .then(|| hook.repeat.as_str().to_owned());
         // Written for the hooks it matters to, and where a file has it already.
         self.errors = (hook.event == Event::ConversationFailed || self.errors.is_some())
             .then(|| Value::from(hook.errors.names()));
@@ -382,6 +389,8 @@ pub struct RulesDto {
     errors: Option<Value>,
     #[serde(default)]
     agent: Option<String>,
+    #[serde(default)]
+    repeat: Option<String>,
 }
 
 impl RulesDto {
@@ -438,6 +447,7 @@ impl RulesDto {
             o.skip_cron = d.skip_cron.unwrap_or(false);
             o.skip_subagents = d.skip_subagents.unwrap_or(false);
             o.agent = AgentScope::parse(d.agent.as_deref().unwrap_or(""))?;
+            o.repeat = Repeat::parse(d.repeat.as_deref().unwrap_or(""))?;
             o
         })
     }

@@ -34,6 +34,7 @@ pub fn hook_from_row(r: &Row) -> Result<Hook, StoreError> {
         o.max_lateness = MaxLateness::from_seconds(i64::from(r.get::<_, i32>(14))).map_err(bad)?;
         o.deliver = Delivery::parse(r.get(16)).map_err(bad)?;
         o.agent = AgentScope::parse(r.get::<_, Option<&str>>(17).unwrap_or("")).map_err(bad)?;
+        o.repeat = Repeat::parse(r.get(18)).map_err(bad)?;
         o.created_at = r.get(10);
         o.last_status = r.get::<_, Option<&str>>(11).map(Status::parse);
         o.history = History::from_entries(
@@ -61,6 +62,7 @@ pub fn rules_from_row(r: &Row) -> Result<HookRules, StoreError> {
         o.skip_cron = r.get(4);
         o.skip_subagents = r.get(5);
         o.agent = AgentScope::parse(r.get::<_, Option<&str>>(7).unwrap_or("")).map_err(bad)?;
+        o.repeat = Repeat::parse(r.get(8)).map_err(bad)?;
         o
     })
 }
@@ -87,7 +89,8 @@ pub async fn insert_hook(
          max_cost_usd = EXCLUDED.max_cost_usd, created_at = EXCLUDED.created_at, \
          last_status = EXCLUDED.last_status, history_at = EXCLUDED.history_at, \
          history_session = EXCLUDED.history_session, max_lateness_s = EXCLUDED.max_lateness_s, \
-         errors = EXCLUDED.errors, deliver = EXCLUDED.deliver, agent = EXCLUDED.agent"
+         errors = EXCLUDED.errors, deliver = EXCLUDED.deliver, agent = EXCLUDED.agent, \
+         repeat = EXCLUDED.repeat"
     } else {
         ""
     };
@@ -95,9 +98,9 @@ pub async fn insert_hook(
         &format!(
             "INSERT INTO hooks (id, name, event, delay_seconds, prompt_file, enabled, skip_cron, \
              skip_subagents, max_context_k, max_cost_usd, created_at, last_status, history_at, \
-             history_session, max_lateness_s, errors, deliver, agent) \
+             history_session, max_lateness_s, errors, deliver, agent, repeat) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, \
-             $17, $18) \
+             $17, $18, $19) \
              {on_conflict}"
         ),
         &[
@@ -122,6 +125,7 @@ pub async fn insert_hook(
                 AgentScope::All => None,
                 AgentScope::Only(a) => Some(a.as_str()),
             },
+            &h.repeat.as_str(),
         ],
     )
     .await

@@ -436,7 +436,7 @@ fn parse_url(url: &str) -> Result<(tokio_postgres::Config, Tls), StoreError> {
 
 const HOOK_COLUMNS: &str = "id, name, event, delay_seconds, prompt_file, enabled, skip_cron, \
      skip_subagents, max_context_k, max_cost_usd, created_at, last_status, history_at, history_session, \
-     max_lateness_s, errors, deliver, agent";
+     max_lateness_s, errors, deliver, agent, repeat";
 
 const PENDING_COLUMNS: &str = "hook_id, session_id, due_at, queued_at, retries, claim_owner, \
      claim_expires_at, waiting_reason, waiting_since, waiting_open, error, waiting_kind, \
@@ -673,8 +673,8 @@ impl HookStore for PgStore {
             // The hooks that match, held against a delete until this is done.
             let rules = tx
                 .query(
-                    "SELECT id, event, delay_seconds, enabled, skip_cron, skip_subagents, errors, agent \
-                     FROM hooks WHERE event = $1 ORDER BY position FOR SHARE",
+                    "SELECT id, event, delay_seconds, enabled, skip_cron, skip_subagents, errors, agent, \
+                     repeat FROM hooks WHERE event = $1 ORDER BY position FOR SHARE",
                     &[&request.event.as_str()],
                 )
                 .await

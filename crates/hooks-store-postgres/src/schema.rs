@@ -20,10 +20,11 @@ pub const MIGRATIONS: &[(i32, &str)] = &[
     (6, include_str!("../migrations/0006_deliver.sql")),
     (7, include_str!("../migrations/0007_agent.sql")),
     (8, include_str!("../migrations/0008_wait_kinds.sql")),
+    (9, include_str!("../migrations/0009_repeat.sql")),
 ];
 
 /// The version this program's schema has.
-pub const SCHEMA_VERSION: i32 = 8;
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Any number: names the advisory lock migrations hold.
 const MIGRATION_LOCK: i64 = 0x686f_6f6b_7361_7070;

@@ -122,4 +122,8 @@ pub struct HookValues {
     /// Whose conversations it follows up: all (the default), claude or codex
     #[arg(long, value_name = "AGENT")]
     pub agent: Option<String>,
+    /// once (the default): a conversation is followed up once; each-task: every task of
+    /// it, each DONE of a turn the person asked for (never a follow-up's own turn)
+    #[arg(long, value_name = "HOW")]
+    pub repeat: Option<String>,
 }

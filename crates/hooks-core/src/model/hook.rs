@@ -129,6 +129,42 @@ impl Delivery {
     }
 }
 
+/// How often a hook follows up one conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Repeat {
+    /// Once: the first DONE is followed up, later ones are told it ran already.
+    #[default]
+    Once,
+    /// Every task: each DONE of a turn the person asked for is followed up in turn, once
+    /// its follow-up before has run. A follow-up's own turn is never followed up (its
+    /// DONE is its own), but a failed turn's continuation, which carries the task on.
+    EachTask,
+}
+
+impl Repeat {
+    /// Every choice.
+    pub const ALL: [Repeat; 2] = [Repeat::Once, Repeat::EachTask];
+
+    /// Empty means `once`.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s.trim() {
+            "" | "once" => Ok(Repeat::Once),
+            "each-task" => Ok(Repeat::EachTask),
+            other => Err(ValidationError::new(
+                "repeat",
+                format!("must be once or each-task (got {})", describe(other)),
+            )),
+        }
+    }
+    /// Its name, as files, the CLI and the API write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Repeat::Once => "once",
+            Repeat::EachTask => "each-task",
+        }
+    }
+}
+
 /// Whose conversations a hook follows up: every agent's, or one agent's (named as people
 /// name its program: `claude`, `codex`, or one a team's runner adds).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -343,6 +379,8 @@ pub struct Hook {
     pub deliver: Delivery,
     /// Whose conversations it follows up.
     pub agent: AgentScope,
+    /// Whether it follows up a conversation once, or each of its tasks.
+    pub repeat: Repeat,
     /// When it was created.
     pub created_at: Option<Timestamp>,
     /// What its last follow-up came to.
@@ -372,6 +410,8 @@ pub struct HookRules {
     pub errors: FailureKinds,
     /// Whose conversations it follows up.
     pub agent: AgentScope,
+    /// Whether it follows up a conversation once, or each of its tasks.
+    pub repeat: Repeat,
 }
 
 impl Hook {
@@ -404,6 +444,7 @@ impl From<&Hook> for HookRules {
             skip_subagents: h.skip_subagents,
             errors: h.errors.clone(),
             agent: h.agent.clone(),
+            repeat: h.repeat,
         }
     }
 }
@@ -437,6 +478,8 @@ pub struct HookSpec {
     pub deliver: Delivery,
     /// Whose conversations it follows up.
     pub agent: AgentScope,
+    /// Whether it follows up a conversation once, or each of its tasks.
+    pub repeat: Repeat,
 }
 
 impl HookSpec {
@@ -461,6 +504,7 @@ impl HookSpec {
             errors: FailureKinds::default(),
             deliver: Delivery::Auto,
             agent: AgentScope::All,
+            repeat: Repeat::Once,
         }
     }
 
@@ -480,6 +524,7 @@ impl HookSpec {
             errors: FailureKinds::default(),
             deliver: Delivery::Auto,
             agent: AgentScope::All,
+            repeat: Repeat::Once,
         }
     }
 
@@ -515,6 +560,7 @@ impl HookSpec {
             errors,
             deliver,
             agent,
+            repeat,
         } = patch;
         if let Some(v) = name {
             self.name.clone_from(v);
@@ -558,6 +604,9 @@ impl HookSpec {
         if let Some(v) = agent {
             self.agent = v.clone();
         }
+        if let Some(v) = *repeat {
+            self.repeat = v;
+        }
     }
 
     /// The hook this spec makes, with its id, created `now`.
@@ -581,6 +630,7 @@ impl HookSpec {
             errors: self.errors,
             deliver: self.deliver,
             agent: self.agent,
+            repeat: self.repeat,
             created_at,
             last_status: None,
             history: History::default(),
@@ -637,6 +687,9 @@ pub struct HookPatch {
     pub deliver: Option<Delivery>,
     /// When set, the new value of: whose conversations it follows up.
     pub agent: Option<AgentScope>,
+    /// When set, the new value of: whether it follows up a conversation once, or each of
+    /// its tasks.
+    pub repeat: Option<Repeat>,
 }
 
 impl HookPatch {
@@ -684,6 +737,9 @@ impl HookPatch {
         }
         if let Some(v) = &self.agent {
             hook.agent = v.clone();
+        }
+        if let Some(v) = self.repeat {
+            hook.repeat = v;
         }
     }
 }

@@ -130,6 +130,10 @@ pub struct TranscriptFacts {
     /// The agent whose conversation this is, when its format says (`codex` for a Codex
     /// rollout); `None` for Claude Code's own transcripts.
     pub agent: Option<String>,
+    /// The hook whose delivered follow-up the last turn answered, when its prompt was one
+    /// ([`crate::live::delivered_follow_up`]): that turn is the follow-up's, not one the
+    /// person asked for.
+    pub follow_up_of: Option<String>,
 }
 
 impl TranscriptFacts {

@@ -225,11 +225,10 @@ impl Service {
             FireDecision::Wait { due_at, waiting } => self.wait(entry, due_at, waiting).await?,
             FireDecision::Fire => match (hook, prompt, facts.cwd()) {
                 (Some(hook), Some(Ok(mut prompt)), Some(cwd)) => {
-                    // A new failure after an earlier one was followed up: the earlier
-                    // stamp gives way (decide_fire let it through for that).
-                    if entry.error.is_some()
-                        && let Some(at) = facts.state.stamps.get(&hook.id)
-                        && entry.queued_at.is_some_and(|q| q > *at)
+                    // A new failure, or a new task, after an earlier one was followed
+                    // up: the earlier stamp gives way (decide_fire let it through for that).
+                    if let Some(at) = facts.state.stamps.get(&hook.id)
+                        && decide::stamp_gives_way(&hook, entry, *at)
                     {
                         self.ports.meta.unstamp(&entry.session_id, &hook.id).await?;
                     }

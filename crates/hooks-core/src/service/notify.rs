@@ -35,7 +35,27 @@ impl Service {
                 .unwrap_or(&unknown)
                 .resolve(now, |zone, at| self.ports.clock.offset(zone, at).ok())
         });
+        // A turn that answered a delivered follow-up said DONE for it, not for the task;
+        // only a session followed up before can have had one, and only its transcript says.
+        let follow_up_turn = match ev.event {
+            Event::ConversationDone if !state.stamps.is_empty() => {
+                // A transcript that cannot be read says nothing against the DONE.
+                match self
+                    .ports
+                    .meta
+                    .facts(&ev.session)
+                    .await
+                    .ok()
+                    .and_then(|f| f.transcript?.follow_up_of)
+                {
+                    Some(id) => !self.done_is_the_task_s(&id).await?,
+                    None => false,
+                }
+            }
+            _ => false,
+        };
         let request = EnqueueRequest {
+            follow_up_turn,
             session: ev.session.clone(),
             event: ev.event,
             failure,
@@ -60,6 +80,27 @@ impl Service {
                 },
             })
             .collect())
+    }
+
+    /// Whether an event of `session` that names follow-up `follow_up` (from
+    /// [`crate::FOLLOW_UP_ENV`], or the HTTP guard header) is that follow-up's own, and
+    /// changes nothing: only while it runs on the session ([`Service::runs_follow_up`]),
+    /// and but for the DONE (`done`: a turn's end that said it) of a failed turn's
+    /// continuation, which is the task's ([`Service::done_is_the_task_s`]). The one rule
+    /// every way in (the command hook, the HTTP events route) asks.
+    pub async fn ignores_follow_ups_event(
+        &self,
+        session: &SessionId,
+        follow_up: Option<&str>,
+        done: bool,
+    ) -> Result<bool, ServiceError> {
+        let Some(id) = follow_up else {
+            return Ok(false);
+        };
+        if !self.runs_follow_up(session, id).await? {
+            return Ok(false);
+        }
+        Ok(!done || !self.done_is_the_task_s(id).await?)
     }
 
     /// Whether a follow-up of hook `follow_up` (the id an event carries in

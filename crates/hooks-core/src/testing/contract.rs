@@ -78,6 +78,7 @@ macro_rules! hook_store_contract {
             enqueue_dedupe,
             enqueue_event,
             enqueue_event_decides_only_the_hooks_for_the_conversations_agent,
+            enqueue_event_follows_up_each_task_of_a_hook_that_repeats,
             delete_drops_entries,
             claim_exclusive,
             claims_take_the_earliest_due_first,
@@ -201,6 +202,7 @@ struct Settings {
     errors: Vec<&'static str>,
     deliver: Delivery,
     agent: AgentScope,
+    repeat: Repeat,
 }
 
 fn settings_of(h: &Hook) -> Settings {
@@ -218,6 +220,7 @@ fn settings_of(h: &Hook) -> Settings {
         errors: h.errors.names(),
         deliver: h.deliver,
         agent: h.agent.clone(),
+        repeat: h.repeat,
     }
 }
 
@@ -236,6 +239,7 @@ fn unusual_spec(name: &str) -> HookSpec {
     spec.errors = FailureKinds::new(&["rate_limit", "overloaded"]).expect("kinds");
     spec.deliver = Delivery::Closed;
     spec.agent = AgentScope::Only("codex".into());
+    spec.repeat = Repeat::EachTask;
     spec
 }
 
@@ -283,6 +287,7 @@ pub async fn crud(store: &dyn HookStore) {
         errors: Some(FailureKinds::new(&["overloaded"]).expect("kinds")),
         deliver: Some(Delivery::Auto),
         agent: Some(AgentScope::Only("claude".into())),
+        repeat: Some(Repeat::Once),
     };
     let upd = store.update_hook(&h.id, &patch).await.expect("update");
     // Written out, not `HookPatch::apply`: the check holds that too.
@@ -299,6 +304,7 @@ pub async fn crud(store: &dyn HookStore) {
     want.errors = FailureKinds::new(&["overloaded"]).expect("kinds");
     want.deliver = Delivery::Auto;
     want.agent = AgentScope::Only("claude".into());
+    want.repeat = Repeat::Once;
     assert_eq!(
         (upd.id.as_str(), settings_of(&upd)),
         ("tidy-up", settings_of(&want)),
@@ -317,7 +323,7 @@ pub async fn crud(store: &dyn HookStore) {
     // Each field on its own, back the other way: a patch sets what it names and only that.
     let back = unusual_spec("Tidy up");
     type Set = fn(&mut Hook, &HookSpec);
-    let one_by_one: [(&str, HookPatch, Set); 5] = [
+    let one_by_one: [(&str, HookPatch, Set); 6] = [
         (
             "enabled",
             HookPatch {
@@ -357,6 +363,14 @@ pub async fn crud(store: &dyn HookStore) {
                 ..Default::default()
             },
             |h, b| h.deliver = b.deliver,
+        ),
+        (
+            "repeat",
+            HookPatch {
+                repeat: Some(back.repeat),
+                ..Default::default()
+            },
+            |h, b| h.repeat = b.repeat,
         ),
     ];
     for (field, one, set) in one_by_one {
@@ -1748,6 +1762,70 @@ pub async fn enqueue_event_decides_only_the_hooks_for_the_conversations_agent(
             .any(|p| &p.hook_id == id && p.session_id.as_str() == s)
     };
     assert!(queued(&codex.id, "codex-one") && !queued(&codex.id, "claude-one"));
+}
+
+/// `enqueue_event` reads each hook's [`Repeat`] with its rules: in a conversation followed
+/// up already, a hook that follows up each task is queued again and one that runs once is
+/// told it ran; neither is queued for a turn that answered a follow-up. (A store that
+/// lost the field from its rules would answer "already ran" for both.)
+pub async fn enqueue_event_follows_up_each_task_of_a_hook_that_repeats(store: &dyn HookStore) {
+    let once = new_hook(store, "once").await;
+    let each = new_hook(store, "each task").await;
+    store
+        .update_hook(
+            &each.id,
+            &HookPatch {
+                repeat: Some(Repeat::EachTask),
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("make it repeat");
+    let stamped = t0() - Duration::minutes(5);
+    let mut req = done_request("s1", None);
+    req.stamps = [(once.id.clone(), stamped), (each.id.clone(), stamped)].into();
+    let decision = |d: &[(HookId, EnqueueDecision)], id: &HookId| {
+        d.iter().find(|(h, _)| h == id).map(|(_, d)| d.clone())
+    };
+    let own = store
+        .enqueue_event(&EnqueueRequest {
+            follow_up_turn: true,
+            ..req.clone()
+        })
+        .await
+        .expect("enqueue_event");
+    for h in [&once.id, &each.id] {
+        assert_eq!(
+            decision(&own, h),
+            Some(EnqueueDecision::Skip(SkipReason::FollowUpsTurn)),
+            "a follow-up's own turn queues nothing: {own:?}"
+        );
+    }
+    let d = store.enqueue_event(&req).await.expect("enqueue_event");
+    assert_eq!(
+        decision(&d, &once.id),
+        Some(EnqueueDecision::Skip(SkipReason::AlreadyRan {
+            at: stamped
+        })),
+        "{d:?}"
+    );
+    assert_eq!(
+        decision(&d, &each.id),
+        Some(EnqueueDecision::Queue {
+            due_at: t0() + Duration::seconds(10)
+        }),
+        "a hook that follows up each task is queued for the next: {d:?}"
+    );
+    let snap = store.snapshot().await.expect("snapshot");
+    assert_eq!(
+        snap.pending
+            .iter()
+            .map(|p| &p.hook_id)
+            .filter(|h| [&once.id, &each.id].contains(h))
+            .collect::<Vec<_>>(),
+        [&each.id],
+        "of the two, only that one is queued"
+    );
 }
 
 /// A follow-up at a time ([`crate::schedule`]): a hook of event `scheduled`, with no delay

@@ -330,3 +330,59 @@ fn the_folder_is_where_the_conversation_started_not_where_the_agent_cd_d() {
     );
     assert_eq!(read_facts(&p).unwrap().cwd.as_deref(), Some("/work/after"));
 }
+
+fn tool_result(id: &str) -> String {
+    json!({"type": "user", "isSidechain": false, "cwd": "/work/proj", "message": {"role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": id, "content": "ok"}]}})
+    .to_string()
+}
+
+#[test]
+fn a_turn_that_answered_a_delivered_follow_up_names_its_hook() {
+    let d = tempfile::tempdir().unwrap();
+    let delivered = hooks_core::live::delivered_message("post-task", "Tidy up.\nEnd with DONE.");
+    // As the inbox writes it: a meta line of a peer's.
+    let peer = json!({"type": "user", "isSidechain": false, "isMeta": true, "cwd": "/work/proj",
+        "origin": {"kind": "peer"}, "message": {"role": "user", "content": delivered}})
+    .to_string();
+    let person = || user("build it");
+    let reply = |id: &str| assistant(id, "tidied\nDONE", (1, 2, 3), false);
+    let cases: [(&str, Vec<String>, Option<&str>); 4] = [
+        // Across its tool calls, back to the prompt.
+        (
+            "delivered",
+            vec![
+                person(),
+                reply("m1"),
+                peer.clone(),
+                reply("m2"),
+                tool_result("t1"),
+                tool_result("t2"),
+                reply("m3"),
+            ],
+            Some("post-task"),
+        ),
+        (
+            "the person's",
+            vec![peer.clone(), reply("m1"), person(), reply("m2")],
+            None,
+        ),
+        // The marker must be whole: a person who names a hook is still the person.
+        (
+            "quoted",
+            vec![user("what is [hooks-app follow-up: x?"), reply("m1")],
+            None,
+        ),
+        ("no prompt", vec![reply("m1")], None),
+    ];
+    for (name, lines, want) in cases {
+        let p = write(d.path(), &format!("{name}.jsonl"), &lines, "");
+        let f = read_facts(&p).unwrap();
+        assert_eq!(f.follow_up_of.as_deref(), want, "{name}");
+        assert_eq!(
+            f.last_assistant_text.as_deref(),
+            Some("tidied\nDONE"),
+            "{name}"
+        );
+    }
+}

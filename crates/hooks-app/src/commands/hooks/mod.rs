@@ -123,6 +123,14 @@ pub fn hooks(ctx: &Context, cmd: HooksCmd) -> AppResult {
                     ),
                     ("agent", h.agent.as_str().to_owned()),
                     (
+                        "repeat",
+                        match h.repeat {
+                            Repeat::Once => "once (a conversation is followed up once)",
+                            Repeat::EachTask => "each-task (every task of a conversation)",
+                        }
+                        .into(),
+                    ),
+                    (
                         "created",
                         h.created_at
                             .map(stamp::format)
@@ -331,6 +339,7 @@ fn patch_of(v: &HookValues) -> AppResult<HookPatch> {
             .transpose()?;
         o.deliver = v.deliver.as_deref().map(Delivery::parse).transpose()?;
         o.agent = v.agent.as_deref().map(AgentScope::parse).transpose()?;
+        o.repeat = v.repeat.as_deref().map(Repeat::parse).transpose()?;
         o
     })
 }
