@@ -190,7 +190,11 @@ fn refuses_peers(claude_home: &Path) -> bool {
 /// The Codex process that has thread `session` open, if any. While a TUI (or a run) has a
 /// thread open, Codex holds `<codex-home>/thread-writer-locks/<thread>.lock` locked: a lock
 /// this process cannot share is that. The file is only probed, never written; a missing
-/// file, or one that is not a regular file, means closed.
+/// file, or one that is not a regular file, means closed. Codex 0.171.0's TUI runs its
+/// threads in its background server (`codex app-server --managed-daemon`), which holds the
+/// lock while the TUI is open and for about a minute after it quits (measured: 64–65 s;
+/// `codex exec resume` meanwhile fails "thread … already has an active writer"), so the
+/// lock cannot tell the two apart, and the words say so.
 pub fn open_codex_thread(codex_home: &Path, session: &SessionId) -> Option<OpenSession> {
     let path = codex_home
         .join("thread-writer-locks")
@@ -203,7 +207,10 @@ pub fn open_codex_thread(codex_home: &Path, session: &SessionId) -> Option<OpenS
         }
         Err(std::fs::TryLockError::WouldBlock) => Some({
             let mut o = OpenSession::new("codex", 0);
-            o.kind = Some("thread open".into());
+            o.kind = Some(
+                "thread held: by its TUI, or by Codex's background server for about a minute after the TUI quits"
+                    .into(),
+            );
             o.status = None;
             o.inbox = None;
             o
